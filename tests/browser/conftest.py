@@ -1,0 +1,116 @@
+"""Browser end-to-end fixtures: one Streamlit server for the session, Debian's Chromium driven by Playwright.
+
+Under CI (CI=true) a browser that cannot start is a failure, not a skip.
+"""
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+SHOTS = ROOT / "artifacts" / "screenshots"
+CHROMIUM = os.environ.get("CHROMIUM_PATH", "/usr/bin/chromium")
+CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
+                 "--disable-sync", "--disable-quic", "--no-first-run", "--disable-dev-shm-usage"]
+DONE = "[data-testid='stApp'][data-test-script-state='notRunning']"
+
+
+def _unavailable(reason: str):
+    if os.environ.get("CI", "").lower() == "true":
+        pytest.fail(f"browser tests must run under CI: {reason}")
+    pytest.skip(reason)
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture(scope="session")
+def server_url():
+    port = _free_port()
+    env = dict(os.environ, STREAMLIT_BROWSER_GATHER_USAGE_STATS="false", HF_HUB_OFFLINE="1")
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "streamlit", "run", "app.py", "--server.headless", "true", "--server.port", str(port),
+         "--server.address", "127.0.0.1"], cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.STDOUT)
+    url = f"http://127.0.0.1:{port}"
+    try:
+        for _ in range(120):
+            try:
+                urllib.request.urlopen(url + "/_stcore/health", timeout=1)
+                break
+            except OSError:
+                time.sleep(0.5)
+        else:
+            pytest.fail("streamlit server did not start within 60 s")
+        yield url
+    finally:
+        proc.terminate()
+        proc.wait(timeout=20)
+
+
+@pytest.fixture(scope="session")
+def browser():
+    try:
+        from playwright.sync_api import sync_playwright
+    except ImportError as exc:
+        _unavailable(f"playwright is not installed ({exc}); run the README's test command")
+    if not Path(CHROMIUM).exists():
+        _unavailable(f"Chromium not found at {CHROMIUM}; the README's test command installs Debian's chromium")
+    pw = sync_playwright().start()
+    try:
+        b = pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS, headless=True)
+    except Exception as exc:  # noqa: BLE001 - any launch failure means "no browser"
+        pw.stop()
+        _unavailable(f"Chromium failed to start: {exc}")
+    yield b
+    b.close()
+    pw.stop()
+
+
+@pytest.fixture
+def open_page(browser, server_url):
+    """open_page(path, width=1400, height=1000, dark=False) -> a loaded Playwright page with the script finished."""
+    contexts = []
+
+    def _open(path: str, width: int = 1400, height: int = 1000, dark: bool = False, timeout_ms: int = 120_000):
+        ctx = browser.new_context(viewport={"width": width, "height": height},
+                                  color_scheme="dark" if dark else "light")
+        contexts.append(ctx)
+        page = ctx.new_page()
+        page.goto(server_url + path, wait_until="domcontentloaded")
+        wait_done(page, timeout_ms)
+        return page
+
+    yield _open
+    for ctx in contexts:
+        ctx.close()
+
+
+def wait_done(page, timeout_ms: int = 120_000) -> None:
+    """Wait until the script run has finished (and the page has settled a little)."""
+    page.wait_for_selector("[data-testid='stApp']", timeout=timeout_ms)
+    page.wait_for_timeout(300)
+    page.wait_for_selector(DONE, timeout=timeout_ms)
+    page.wait_for_timeout(500)
+    page.wait_for_selector(DONE, timeout=timeout_ms)
+
+
+def screenshot(page, name: str) -> Path:
+    SHOTS.mkdir(parents=True, exist_ok=True)
+    path = SHOTS / f"{name}.png"
+    page.screenshot(path=str(path), full_page=True)
+    return path
+
+
+def assert_no_exception(page) -> None:
+    assert page.locator("[data-testid='stException']").count() == 0, page.locator(
+        "[data-testid='stException']").first.inner_text()

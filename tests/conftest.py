@@ -1,0 +1,29 @@
+"""Shared fixtures: AppTest runner for pages."""
+from __future__ import annotations
+
+import pytest
+from streamlit.testing.v1 import AppTest
+
+APP_TIMEOUT_S = 120  # AppTest's default of 3 s is far too short for a first model load on a 2-core machine
+
+
+def run_page(page: str, query: dict | None = None, timeout: float = APP_TIMEOUT_S) -> AppTest:
+    """Run app.py, switch to pages/<page>.py with the given query parameters, and return the finished AppTest."""
+    at = AppTest.from_file("app.py", default_timeout=timeout)
+    for k, v in (query or {}).items():
+        at.query_params[k] = v
+    at.run()
+    if page != "attention":
+        at.switch_page(f"app_pages/{page}.py")
+        at.run()
+    return at
+
+
+def assert_clean(at: AppTest) -> None:
+    """No exception element and no uncaught error on the page."""
+    assert not at.exception, [e.value for e in at.exception]
+
+
+@pytest.fixture
+def page_runner():
+    return run_page

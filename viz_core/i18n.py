@@ -1,0 +1,44 @@
+"""UI strings in English and Chinese.
+
+Strings live in viz_core/locales/<namespace>.json, one file per page (plus "common"), as
+{"key": {"en": "...", "zh": "..."}}. A key is looked up as "<namespace>.<key>", e.g. t("attention.title", "zh").
+Placeholders use str.format: t("attention.truncated", "en", n=512).
+"""
+from __future__ import annotations
+
+import json
+from functools import lru_cache
+from pathlib import Path
+
+LANGUAGES = ("en", "zh")
+LANGUAGE_NAMES = {"en": "English", "zh": "中文"}
+LOCALES_DIR = Path(__file__).parent / "locales"
+
+
+@lru_cache(maxsize=None)
+def namespace(name: str) -> dict[str, dict[str, str]]:
+    """All strings of one namespace (file locales/<name>.json)."""
+    path = LOCALES_DIR / f"{name}.json"
+    if not path.exists():
+        raise KeyError(f"no locale file {path.name}; add it to viz_core/locales/")
+    return json.loads(path.read_text(encoding="utf-8"))
+
+
+def namespaces() -> list[str]:
+    return sorted(p.stem for p in LOCALES_DIR.glob("*.json"))
+
+
+def normalise_lang(lang: str | None) -> str:
+    """'zh', 'zh-CN', 'ZH' -> 'zh'; anything unknown -> 'en'."""
+    lang = (lang or "en").lower()
+    return "zh" if lang.startswith("zh") else "en"
+
+
+def t(key: str, lang: str = "en", **kwargs) -> str:
+    """Translate 'namespace.key' into lang, filling {placeholders} from kwargs."""
+    ns, _, name = key.partition(".")
+    try:
+        text = namespace(ns)[name][normalise_lang(lang)]
+    except KeyError:
+        raise KeyError(f"missing UI string {key!r} ({lang}); add it to viz_core/locales/{ns}.json") from None
+    return text.format(**kwargs) if kwargs else text

@@ -1,0 +1,40 @@
+"""Attention masks. Convention everywhere in viz_core: a bool mask, True = blocked (the key may not be attended to).
+
+Masks broadcast against attention scores of shape (B, H, Nq, Nk).
+"""
+from __future__ import annotations
+
+import torch
+
+
+def causal_mask(n: int, device: torch.device | str | None = None) -> torch.Tensor:
+    """Look-ahead mask: bool (n, n), True above the diagonal, so query i sees keys 0..i only."""
+    if n < 0:
+        raise ValueError(f"sequence length must be >= 0, got {n}")
+    return torch.ones(n, n, dtype=torch.bool, device=device).triu(diagonal=1)  # (n, n)
+
+
+def padding_mask(is_pad: torch.Tensor) -> torch.Tensor:
+    """Key padding mask: is_pad bool (B, Nk) -> bool (B, 1, 1, Nk).
+
+    Pads may sit anywhere (start, middle or end); only the flags matter, never an assumed length.
+    """
+    if is_pad.dim() != 2:
+        raise ValueError(f"is_pad must have shape (B, Nk), got {tuple(is_pad.shape)}")
+    return is_pad.bool()[:, None, None, :]  # (B, 1, 1, Nk)
+
+
+def causal_padding_mask(is_pad: torch.Tensor) -> torch.Tensor:
+    """Decoder self-attention mask: causal OR key padding, bool (B, 1, N, N)."""
+    n = is_pad.shape[-1]
+    return causal_mask(n, is_pad.device)[None, None] | padding_mask(is_pad)  # (B, 1, N, N)
+
+
+def cross_padding_mask(n_q: int, is_pad_kv: torch.Tensor) -> torch.Tensor:
+    """Cross-attention mask: queries of length n_q over padded keys is_pad_kv (B, Nk) -> bool (B, 1, Nq, Nk)."""
+    return padding_mask(is_pad_kv).expand(-1, -1, n_q, -1)  # (B, 1, Nq, Nk)
+
+
+def fully_blocked_rows(mask: torch.Tensor) -> torch.Tensor:
+    """True for query rows whose keys are all blocked, shape (..., Nq, 1). Softmax of such a row is NaN with -inf."""
+    return mask.all(dim=-1, keepdim=True)
