@@ -1,15 +1,18 @@
 """Shared fixtures: AppTest runner for pages."""
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 from streamlit.testing.v1 import AppTest
 
+APP = str(Path(__file__).resolve().parents[1] / "app.py")
 APP_TIMEOUT_S = 120  # AppTest's default of 3 s is far too short for a first model load on a 2-core machine
 
 
 def run_page(page: str, query: dict | None = None, timeout: float = APP_TIMEOUT_S) -> AppTest:
     """Run app.py, switch to pages/<page>.py with the given query parameters, and return the finished AppTest."""
-    at = AppTest.from_file("app.py", default_timeout=timeout)
+    at = AppTest.from_file(APP, default_timeout=timeout)
     for k, v in (query or {}).items():
         at.query_params[k] = v
     at.run()

@@ -107,3 +107,35 @@ class MultiHeadAttention(nn.Module):
         if mask is not None:  # rows with every key blocked: zeros, as in the explicit path
             out = out.masked_fill(fully_blocked_rows(mask), 0.0)
         return out  # (B, H, Nq, d_k)
+
+
+# ---------------------------------------------------------------- additive (Bahdanau) attention
+def additive_scores(q: torch.Tensor, k: torch.Tensor, w_q: torch.Tensor, w_k: torch.Tensor,
+                    v_a: torch.Tensor) -> torch.Tensor:
+    """Additive compatibility (Bahdanau et al. 2015): e_ij = v_a^T tanh(W_q q_i + W_k k_j).
+
+    q (..., Nq, d_q), k (..., Nk, d_k), w_q (d_h, d_q), w_k (d_h, d_k), v_a (d_h,) -> scores (..., Nq, Nk).
+    Builds the (..., Nq, Nk, d_h) hidden tensor that makes it slower and hungrier than a dot product.
+    """
+    hq = q @ w_q.T  # (..., Nq, d_h)
+    hk = k @ w_k.T  # (..., Nk, d_h)
+    hidden = torch.tanh(hq.unsqueeze(-2) + hk.unsqueeze(-3))  # (..., Nq, Nk, d_h)
+    return hidden @ v_a  # (..., Nq, Nk)
+
+
+class AdditiveAttention(nn.Module):
+    """Additive attention: softmax_j(v_a^T tanh(W_q q_i + W_k k_j)) V, a one-hidden-layer network as the
+    compatibility function (the alternative to the dot product named in Vaswani et al. 2017, section 3.2.1)."""
+
+    def __init__(self, d_q: int, d_k: int, d_hidden: int):
+        super().__init__()
+        self.w_q = nn.Linear(d_q, d_hidden, bias=False)
+        self.w_k = nn.Linear(d_k, d_hidden, bias=False)
+        self.v_a = nn.Linear(d_hidden, 1, bias=False)
+
+    def forward(self, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, mask: torch.Tensor | None = None):
+        """q (..., Nq, d_q), k (..., Nk, d_k), v (..., Nk, d_v); mask True = blocked.
+        Returns (out (..., Nq, d_v), weights (..., Nq, Nk))."""
+        scores = additive_scores(q, k, self.w_q.weight, self.w_k.weight, self.v_a.weight[0])  # (..., Nq, Nk)
+        weights = masked_softmax(scores, mask)
+        return weights @ v, weights

@@ -38,3 +38,25 @@ def cross_padding_mask(n_q: int, is_pad_kv: torch.Tensor) -> torch.Tensor:
 def fully_blocked_rows(mask: torch.Tensor) -> torch.Tensor:
     """True for query rows whose keys are all blocked, shape (..., Nq, 1). Softmax of such a row is NaN with -inf."""
     return mask.all(dim=-1, keepdim=True)
+
+
+def combine_masks(*masks: torch.Tensor | None) -> torch.Tensor | None:
+    """OR of broadcastable bool masks (True = blocked): a key is blocked if any mask blocks it; None entries skipped.
+
+    e.g. combine_masks(causal_mask(N), padding_mask(is_pad)) -> (B, 1, N, N), the decoder's self-attention mask.
+    """
+    present = [m.bool() for m in masks if m is not None]
+    if not present:
+        return None
+    out = present[0]
+    for m in present[1:]:
+        out = out | m  # broadcasts, e.g. (N, N) | (B, 1, 1, N) -> (B, 1, N, N)
+    return out
+
+
+def padded_query_rows(is_pad_q: torch.Tensor) -> torch.Tensor:
+    """Query rows that do not matter: is_pad_q bool (B, Nq) -> (B, 1, Nq, 1), True where the query itself is a pad.
+
+    Their outputs are never used (the loss ignores them), so their weights may be anything; they are not masked.
+    """
+    return is_pad_q.bool()[:, None, :, None]  # (B, 1, Nq, 1)

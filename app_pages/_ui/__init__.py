@@ -11,6 +11,7 @@ from typing import Any
 
 import numpy as np
 import streamlit as st
+from streamlit.runtime.scriptrunner import get_script_run_ctx
 
 from viz_core import i18n
 from viz_core.errors import InputError
@@ -20,11 +21,18 @@ LANG_KEY = "lang"
 
 
 # ---------------------------------------------------------------- language
+_last_lang = "en"  # only read outside a script run (AppTest formats widget options in its own thread)
+
+
 def lang() -> str:
     """Current UI language ('en' or 'zh'): the sidebar choice, else ?lang=, else English."""
+    global _last_lang
+    if get_script_run_ctx() is None:
+        return _last_lang
     if LANG_KEY not in st.session_state:
         st.session_state[LANG_KEY] = i18n.normalise_lang(st.query_params.get(LANG_KEY))
-    return st.session_state[LANG_KEY]
+    _last_lang = st.session_state[LANG_KEY]
+    return _last_lang
 
 
 def t(key: str, **kwargs) -> str:
@@ -160,3 +168,8 @@ def npz_bytes(**arrays) -> bytes:
 
 def download(label: str, data: bytes | str, file_name: str, mime: str, key: str | None = None) -> None:
     st.download_button(label, data=data, file_name=file_name, mime=mime, key=key, on_click="ignore")
+
+
+def set_state(param: str, value: Any) -> None:
+    """Set a ui.* widget's value from a callback (e.g. a chart click), before the widget is drawn again."""
+    st.session_state[_key(param)] = value

@@ -1,0 +1,117 @@
+"""Figures of a pretrained model's attention: one head, the grid of all heads, the head-statistics map, and the
+HTML line view. Inputs are arrays and token strings only."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Sequence
+
+import numpy as np
+import plotly.graph_objects as go
+
+from ..head_analysis import thumbnail
+from .common import LINE_COLOURS, PROB_SCALE, matrix_heatmap, tick_labels
+
+_LINE_VIEW_TEMPLATE = Path(__file__).with_name("line_view.html")
+
+
+def head_heatmap(w: np.ndarray, q_tokens: Sequence[str], k_tokens: Sequence[str], title: str, *,
+                 query: str, key: str, value: str, auto_scale: bool = False) -> go.Figure:
+    """One head (or an aggregate): (Nq, Nk), rows = queries top to bottom."""
+    zmax = float(w.max()) if auto_scale and w.size else None
+    return matrix_heatmap(w, q_tokens, k_tokens, title=title, x_title=key, y_title=query, value_name=value,
+                          zmax=zmax if zmax else None)
+
+
+def _mosaic(weights: np.ndarray, size: int, gap: int = 1) -> np.ndarray:
+    """(L, H, N, N) -> one (L*(s+gap)-gap, H*(s+gap)-gap) image of thumbnails, NaN in the gaps."""
+    n_layers, n_heads = weights.shape[:2]
+    s = min(size, weights.shape[-1])
+    img = np.full((n_layers * (s + gap) - gap, n_heads * (s + gap) - gap), np.nan, dtype=np.float32)
+    for layer in range(n_layers):
+        for head in range(n_heads):
+            tile = thumbnail(weights[layer, head], s)
+            r, c = layer * (s + gap), head * (s + gap)
+            img[r:r + tile.shape[0], c:c + tile.shape[1]] = tile
+    return img
+
+
+def model_grid(weights: np.ndarray, *, thumb: int = 32, layer_label: str = "layer", head_label: str = "head",
+               hover_hint: str = "", selected: tuple[int, int] | None = None, auto_scale: bool = False) -> go.Figure:
+    """Every layer x head as a small heatmap, drawn as one light image (thumbnails downsampled to thumb x thumb).
+
+    A transparent marker sits on each tile so hovering names the head and clicking selects it.
+    """
+    n_layers, n_heads, n, _ = weights.shape
+    s, gap = min(thumb, n), max(1, min(thumb, n) // 8)
+    img = _mosaic(weights, s, gap)
+    centre = lambda i: i * (s + gap) + (s - 1) / 2  # noqa: E731
+    zmax = float(np.nanmax(img)) if auto_scale else 1.0
+    fig = go.Figure(go.Heatmap(z=img, colorscale=PROB_SCALE, zmin=0, zmax=zmax or 1.0, hoverinfo="skip",
+                               showscale=True, colorbar=dict(thickness=10)))
+    ll, hh = np.meshgrid(np.arange(n_layers), np.arange(n_heads), indexing="ij")
+    fig.add_trace(go.Scatter(
+        x=centre(hh.ravel()), y=centre(ll.ravel()), mode="markers", showlegend=False,
+        customdata=np.stack([ll.ravel(), hh.ravel()], axis=-1),
+        marker=dict(symbol="square", size=max(8, min(60, 700 // max(n_heads, 1) - 6)), opacity=0.0),
+        hovertemplate=f"{layer_label} %{{customdata[0]}} · {head_label} %{{customdata[1]}}"
+                      f"<br>{hover_hint}<extra></extra>"))
+    if selected is not None:
+        l_sel, h_sel = selected
+        fig.add_shape(type="rect", x0=h_sel * (s + gap) - 0.5 - gap / 2, x1=h_sel * (s + gap) + s - 0.5 + gap / 2,
+                      y0=l_sel * (s + gap) - 0.5 - gap / 2, y1=l_sel * (s + gap) + s - 0.5 + gap / 2,
+                      line=dict(color="#e4572e", width=3))
+    fig.update_xaxes(tickmode="array", tickvals=[centre(h) for h in range(n_heads)],
+                     ticktext=[str(h) for h in range(n_heads)], title_text=head_label, side="top", showgrid=False,
+                     zeroline=False)
+    fig.update_yaxes(tickmode="array", tickvals=[centre(layer) for layer in range(n_layers)],
+                     ticktext=[str(layer) for layer in range(n_layers)], title_text=layer_label, autorange="reversed",
+                     showgrid=False, zeroline=False, scaleanchor="x")
+    fig.update_layout(height=int(min(1100, 120 + 760 * n_layers / max(n_heads, 1))), margin=dict(l=10, r=10, t=60, b=10),
+                      clickmode="event+select", dragmode=False)
+    return fig
+
+
+def stats_map(values: np.ndarray, *, title: str, value_name: str, layer_label: str, head_label: str,
+              value_format: str = ".3f", selected: tuple[int, int] | None = None) -> go.Figure:
+    """A (layers, heads) map of one statistic; a transparent marker per cell makes it clickable."""
+    n_layers, n_heads = values.shape
+    rows, cols = [f"{layer_label} {i}" for i in range(n_layers)], [f"{head_label} {j}" for j in range(n_heads)]
+    fig = matrix_heatmap(values, rows, cols, title=title, x_title=head_label, y_title=layer_label,
+                         value_name=value_name, zmin=float(np.nanmin(values)), zmax=float(np.nanmax(values)) or 1.0,
+                         colorscale="Viridis", value_format=value_format, height=120 + 48 * n_layers)
+    ll, hh = np.meshgrid(np.arange(n_layers), np.arange(n_heads), indexing="ij")
+    fig.add_trace(go.Scatter(x=hh.ravel(), y=ll.ravel(), mode="markers", showlegend=False, hoverinfo="skip",
+                             customdata=np.stack([ll.ravel(), hh.ravel()], axis=-1),
+                             marker=dict(symbol="square", size=28, opacity=0.0)))
+    if selected is not None:
+        fig.add_shape(type="rect", x0=selected[1] - 0.5, x1=selected[1] + 0.5, y0=selected[0] - 0.5,
+                      y1=selected[0] + 0.5, line=dict(color="#e4572e", width=3))
+    fig.update_layout(clickmode="event+select", dragmode=False)
+    return fig
+
+
+def line_view_html(q_tokens: Sequence[str], k_tokens: Sequence[str], weights: np.ndarray, heads: Sequence[int], *,
+                   threshold: float = 0.01, labels: dict[str, str] | None = None, dark: bool = False) -> str:
+    """BertViz-style head view as a self-contained HTML page (SVG + a little JavaScript).
+
+    weights: (H, Nq, Nk) of one layer; only the listed heads are drawn, each in its own colour, line opacity =
+    weight. Hovering a token on the left shows only its lines (that query); on the right, the lines into that key.
+    Tokens are inserted as text (textContent), never as HTML. Weights below threshold are dropped to keep it light.
+    """
+    edges = []
+    for h in heads:
+        qi, kj = np.nonzero(weights[h] >= threshold)
+        edges.append([[int(a), int(b), round(float(weights[h, a, b]), 4)] for a, b in zip(qi, kj)])
+    data = {"left": [str(t) for t in q_tokens], "right": [str(t) for t in k_tokens], "heads": [int(h) for h in heads],
+            "colours": [LINE_COLOURS[h % len(LINE_COLOURS)] for h in heads], "edges": edges,
+            "labels": labels or {}, "dark": dark}
+    payload = json.dumps(data, ensure_ascii=False).replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
+    return _LINE_VIEW_TEMPLATE.read_text(encoding="utf-8").replace("__DATA__", payload)
+
+
+def line_view_height(n_tokens: int) -> int:
+    return int(min(900, 70 + 22 * n_tokens))
+
+
+__all__ = ["head_heatmap", "model_grid", "stats_map", "line_view_html", "line_view_height", "tick_labels"]

