@@ -1,7 +1,479 @@
-"""Placeholder while the page is built."""
+"""Mechanics: how attention computes its output, step by step; masks; MHA / GQA / MQA; cross and additive attention."""
+import numpy as np
+import pandas as pd
 import streamlit as st
 
 from app_pages import _ui as ui
+from app_pages._ui import mechanics as cached
+from viz_core import mechanics as mech
+from viz_core.errors import InputError
+from viz_core.plots import mechanics as figs
 
-st.session_state["_page_ns"] = "mechanics"
-st.info(ui.t("common.under_construction"))
+ui.setup("mechanics")
+
+SECTIONS = ("steps", "masks", "variants", "cross", "additive")
+SOURCES = ("worked", "random", "real")
+MATRICES = (("x", "X", mech.WORKED_X), ("wq", "W_q", mech.WORKED_WQ), ("wk", "W_k", mech.WORKED_WK),
+            ("wv", "W_v", mech.WORKED_WV))
+DEFAULT_BATCH = "the cat sat\na dog ran far away\nhi [PAD] there\n[PAD] [PAD] [PAD]"
+SHAPE_NOTES = ("input", "proj", "view_split", "transpose_heads", "scores", "softmax", "mix", "transpose_back",
+               "view_fails", "view_lucky", "contiguous", "merge", "out_proj")
+
+
+# ---------------------------------------------------------------- small helpers
+def _grid(figures: list, n_cols: int = 3, prefix: str = "fig") -> None:
+    """Figures in rows of n_cols columns (they stack on a narrow screen)."""
+    for start in range(0, len(figures), n_cols):
+        cols = st.columns(n_cols)
+        for col, (i, fig) in zip(cols, enumerate(figures[start:start + n_cols], start)):
+            with col:
+                ui.plot(fig, key=f"{prefix}_{i}")
+
+
+def _select_slider(label: str, options: list, param: str, default, **kw):
+    """st.select_slider whose value lives in ?param= (like the ui.* widgets)."""
+    key = ui._initial(param, default, int, lambda v: v in options)
+    value = st.select_slider(label, options=options, key=key, **kw)
+    ui._publish(param, value)
+    return value
+
+
+def _reset_matrices() -> None:
+    for param, _, _ in MATRICES:
+        st.session_state.pop(f"mechanics._base_{param}", None)
+        st.session_state.pop(f"mechanics.ed_{param}", None)
+        if param in st.query_params:
+            del st.query_params[param]
+
+
+def _matrix_editor(param: str, name: str, default: np.ndarray, rows: list[str]) -> np.ndarray:
+    """A data editor for one matrix; its cells live in ?param= ('1,2;3,4'); InputError names a bad cell."""
+    base_key = f"mechanics._base_{param}"
+    if base_key not in st.session_state:
+        st.session_state[base_key] = st.query_params.get(param, mech.format_matrix(default))
+    cells = mech.split_matrix(st.session_state[base_key], default.shape)
+    frame = pd.DataFrame(cells, index=rows, columns=[str(j) for j in range(default.shape[1])], dtype=object)
+    st.markdown(f"**{name}**  ({default.shape[0]} × {default.shape[1]})")
+    edited = st.data_editor(frame, key=f"mechanics.ed_{param}", width="stretch")
+    grid = [["" if c is None else str(c) for c in row] for row in edited.values.tolist()]
+    text = ";".join(",".join(row) for row in grid)
+    if text != mech.format_matrix(default) and st.query_params.get(param) != text:
+        st.query_params[param] = text
+    elif text == mech.format_matrix(default) and param in st.query_params:
+        del st.query_params[param]
+    return mech.parse_cells(grid, name)
+
+
+def _mask_kind_name(kind: str) -> str:
+    return ui.t(f"mechanics.mask_{kind}")
+
+
+# ---------------------------------------------------------------- 1. step by step
+def _step_options():
+    c1, c2, c3, c4 = st.columns(4)
+    scale = ui.checkbox(ui.t("mechanics.opt_scale"), "scale", True, container=c1)
+    causal = ui.checkbox(ui.t("mechanics.opt_causal"), "causal", False, container=c2)
+    train = ui.checkbox(ui.t("mechanics.opt_dropout"), "train", False, container=c3,
+                        help=ui.t("mechanics.opt_dropout_help"))
+    p = ui.slider(ui.t("mechanics.opt_p"), 0.05, 0.9, "p", 0.2, step=0.05, container=c4, disabled=not train)
+    return scale, causal, (p if train else 0.0)
+
+
+def _worked_source(scale, causal, p, seed):
+    st.caption(ui.t("mechanics.worked_intro"))
+    tokens = [f"{t} ({i})" for t, i in zip(mech.WORKED_TOKENS, mech.WORKED_IDS)]
+    dims = [f"d{i}" for i in range(4)]
+    cols = st.columns([4, 2, 2, 4])
+    mats = {}
+    for col, (param, name, default) in zip(cols, MATRICES):
+        with col:
+            try:
+                mats[param] = _matrix_editor(param, name, default, tokens if param == "x" else dims)
+            except InputError as exc:
+                ui.show_error(exc)
+    st.button(ui.t("mechanics.reset_matrices"), on_click=_reset_matrices, key="mechanics.reset")
+    if len(mats) < 4:
+        return None
+    return cached.worked_steps(mats["x"], mats["wq"], mats["wk"], mats["wv"], tuple(mech.WORKED_TOKENS), scale,
+                               causal, p, seed)
+
+
+def _random_source(scale, causal, p, seed):
+    c = st.columns(5)
+    n = ui.slider(ui.t("mechanics.n_tokens"), 1, 10, "rn", 4, container=c[0])
+    d_model = ui.slider("d_model", 1, 16, "rdm", 8, container=c[1])
+    d_k = ui.slider("d_k", 1, 16, "rdk", 4, container=c[2])
+    d_v = ui.slider("d_v", 1, 16, "rdv", 4, container=c[3])
+    rseed = ui.number(ui.t("mechanics.seed"), 0, 9999, "rseed", 0, container=c[4])
+    return cached.random_steps(n, d_model, d_k, d_v, int(rseed), scale, causal, p, seed)
+
+
+def _real_source(scale, causal, p, seed):
+    c1, c2, c3 = st.columns([4, 1, 1])
+    text = ui.text(ui.t("mechanics.real_text"), "text", "The cat sat on the mat because it was tired.",
+                   max_chars=500, container=c1)
+    layer = ui.slider(ui.t("mechanics.layer"), 0, 5, "layer", 2, container=c2)
+    head = ui.slider(ui.t("mechanics.head"), 0, 11, "head", 0, container=c3)
+    with st.spinner(ui.t("mechanics.loading_model")):
+        steps, model_w, n_layers, n_heads = cached.real_steps(text, layer, head, scale, causal, p, seed)
+    diff = mech.max_abs_diff(steps.weights, model_w)
+    if scale and not causal:
+        st.success(ui.t("mechanics.real_check", diff=f"{diff:.1e}", layer=layer, head=head))
+    else:
+        st.info(ui.t("mechanics.real_check_off", diff=f"{diff:.2g}"))
+    st.caption(ui.t("mechanics.real_note", layers=n_layers, heads=n_heads, d_k=steps.q.shape[1]))
+    return steps
+
+
+def _stage_figures(s: mech.AttentionSteps) -> list:
+    """Every stage as a labelled matrix: X, W, Q, K, V, QK^T, scaled, masked, softmax, dropout, output."""
+    tok, fdim = s.tokens, ui.t("mechanics.ax_feature")
+    q_ax, k_ax, tok_ax = ui.t("mechanics.ax_query"), ui.t("mechanics.ax_key"), ui.t("mechanics.ax_token")
+    val = ui.t("mechanics.ax_value")
+
+    def mat(z, title, rows=None, cols=None, x=fdim, y=tok_ax, **kw):
+        return figs.stage_matrix(z, title, rows=rows, cols=cols, x_title=x, y_title=y, value_name=val, **kw)
+
+    out = []
+    if s.x is not None:
+        out.append(mat(s.x, ui.t("mechanics.st_x"), tok))
+        for name in ("q", "k", "v"):
+            out.append(mat(s.w[name], f"W_{name}", y="d_model", x=f"d_{'v' if name == 'v' else 'k'}"))
+    out += [mat(s.q, ui.t("mechanics.st_q"), tok, x="d_k"), mat(s.k, ui.t("mechanics.st_k"), tok, x="d_k"),
+            mat(s.v, ui.t("mechanics.st_v"), tok, x="d_v")]
+    kw = dict(rows=tok, cols=tok, x=k_ax, y=q_ax)
+    out.append(mat(s.scores, "Q Kᵀ", **kw))
+    out.append(mat(s.scaled, ui.t("mechanics.st_scaled", d=f"{s.divisor:.3g}") if s.divisor != 1
+                   else ui.t("mechanics.st_unscaled"), **kw))
+    out.append(mat(s.masked, ui.t("mechanics.st_masked") if s.mask is not None else ui.t("mechanics.st_nomask"),
+                   mask=s.mask, **kw))
+    out.append(mat(s.weights, ui.t("mechanics.st_softmax"), prob=True, mask=s.mask, **kw))
+    if s.dropped is not None:
+        top = float(s.dropped.max()) if s.dropped.size else 1.0
+        out.append(mat(s.dropped, ui.t("mechanics.st_dropout"), prob=True, zmax=max(1.0, top), mask=s.mask, **kw))
+    out.append(mat(s.out, ui.t("mechanics.st_out"), tok, x="d_v"))
+    return out
+
+
+def _batched_shapes():
+    st.subheader(ui.t("mechanics.batched_title"))
+    st.markdown(ui.t("mechanics.batched_intro"))
+    ui.latex(r"(B, N, d_{model}) \xrightarrow{\text{view, transpose}} (B, H, N, d_k) \xrightarrow{QK^\top}"
+             r" (B, H, N, N) \xrightarrow{\cdot V} (B, H, N, d_k) \xrightarrow{\text{transpose, contiguous, view}}"
+             r" (B, N, d_{model})")
+    c = st.columns(4)
+    b = ui.slider("B", 1, 4, "bb", 2, container=c[0])
+    n = ui.slider("N", 1, 8, "bn", 5, container=c[1])
+    d_model = ui.slider("d_model", 4, 64, "bdm", 8, step=4, container=c[2])
+    heads = ui.selectbox(ui.t("mechanics.heads"), mech.divisors(d_model), "bh", 2 if d_model % 2 == 0 else 1,
+                         container=c[3])
+    rows = cached.shape_walkthrough(b, n, d_model, heads)
+    table = pd.DataFrame([{
+        ui.t("mechanics.col_code"): r.code,
+        ui.t("mechanics.col_shape"): str(r.shape) if r.shape else "✗",
+        ui.t("mechanics.col_stride"): str(r.stride) if r.stride else "—",
+        ui.t("mechanics.col_contiguous"): "—" if r.contiguous is None else ("✓" if r.contiguous else "✗"),
+        ui.t("mechanics.col_note"): ui.t(f"mechanics.shape_{r.note}") + (f"  `{r.error}`" if r.error else ""),
+    } for r in rows])
+    st.dataframe(table, hide_index=True, width="stretch")
+
+
+def section_steps():
+    st.markdown(ui.t("mechanics.steps_intro"))
+    ui.latex(r"\mathrm{Attention}(Q,K,V)=\mathrm{softmax}\!\left(\frac{QK^\top}{\sqrt{d_k}}+M\right)V,"
+             r"\quad Q=XW_q,\; K=XW_k,\; V=XW_v")
+    source = ui.radio(ui.t("mechanics.source"), SOURCES, "src", format_func=lambda s: ui.t(f"mechanics.src_{s}"))
+    scale, causal, p = _step_options()
+    seed = 0
+    if p > 0:
+        seed = int(ui.number(ui.t("mechanics.drop_seed"), 0, 9999, "dseed", 0))
+    try:
+        steps = {"worked": _worked_source, "random": _random_source, "real": _real_source}[source](
+            scale, causal, p, seed)
+    except InputError as exc:
+        ui.show_error(exc)
+        steps = None
+    if steps is not None:
+        _grid(_stage_figures(steps), prefix="stage")
+        sums = ", ".join(f"{x:.3f}" for x in steps.weights.sum(-1))
+        st.caption(ui.t("mechanics.row_sums", sums=sums))
+        if steps.dropped is not None:
+            st.caption(ui.t("mechanics.dropout_note", p=p, sums=", ".join(f"{x:.2f}" for x in
+                                                                          steps.dropped.sum(-1))))
+        ui.download(ui.t("mechanics.download_npz"), ui.npz_bytes(
+            tokens=steps.tokens, q=steps.q, k=steps.k, v=steps.v, scores=steps.scores, scaled=steps.scaled,
+            weights=steps.weights, out=steps.out), "attention_steps.npz", "application/octet-stream",
+            key="mechanics.dl_steps")
+    _batched_shapes()
+
+
+# ---------------------------------------------------------------- 2. masks
+def _mask_inputs():
+    c1, c2 = st.columns([3, 2])
+    text = ui.text(ui.t("mechanics.batch_text"), "batch", DEFAULT_BATCH, area=True, max_chars=600, container=c1,
+                   help=ui.t("mechanics.batch_help"))
+    with c2:
+        side = ui.radio(ui.t("mechanics.pad_side"), ("end", "start"), "side",
+                        format_func=lambda s: ui.t(f"mechanics.side_{s}"))
+        kind = ui.selectbox(ui.t("mechanics.mask_kind"), mech.MASK_KINDS, "kind", "causal_padding",
+                            format_func=_mask_kind_name)
+        item = ui.slider(ui.t("mechanics.item"), 0, mech.MAX_BATCH - 1, "item", 2)
+        query = ui.text(ui.t("mechanics.cross_query"), "mq", "le chat dort", max_chars=200,
+                        disabled=kind != "cross")
+    return text, side, kind, item, query
+
+
+def _mask_figures(view: mech.MaskView) -> None:
+    q_ax, k_ax, val = ui.t("mechanics.ax_query"), ui.t("mechanics.ax_key"), ui.t("mechanics.ax_value")
+    kw = dict(rows=view.q_tokens, cols=view.k_tokens, x_title=k_ax, y_title=q_ax, value_name=val,
+              dont_care=view.query_is_pad)
+    _grid([figs.stage_matrix(view.mask.astype(float), ui.t("mechanics.fig_mask"), prob=True, fmt=".0f", **kw),
+           figs.stage_matrix(view.masked, ui.t("mechanics.fig_masked_scores"), mask=view.mask, **kw),
+           figs.stage_matrix(view.weights["safe"], ui.t("mechanics.fig_weights"), prob=True, mask=view.mask, **kw)],
+          prefix="mask")
+    if view.query_is_pad.any():
+        st.caption(ui.t("mechanics.dont_care_note"))
+
+
+def _method_comparison(view: mech.MaskView) -> None:
+    st.markdown(ui.t("mechanics.methods_intro"))
+    q_ax, k_ax, val = ui.t("mechanics.ax_query"), ui.t("mechanics.ax_key"), ui.t("mechanics.ax_value")
+    _grid([figs.stage_matrix(view.weights[m], ui.t(f"mechanics.method_{m}"), rows=view.q_tokens,
+                             cols=view.k_tokens, x_title=k_ax, y_title=q_ax, value_name=val, prob=True,
+                             mask=view.mask, dont_care=view.query_is_pad, fmt=".2f")
+           for m in mech.MASK_METHODS], n_cols=4, prefix="method")
+    table = pd.DataFrame([{
+        ui.t("mechanics.col_method"): ui.t(f"mechanics.method_{r['method']}"),
+        ui.t("mechanics.col_nan"): r["nan_cells"],
+        ui.t("mechanics.col_leak"): f"{r['max_blocked_weight']:.3g}",
+        ui.t("mechanics.col_blocked_row"): ("—" if r["blocked_row_sum"] is None else
+                                           "NaN" if np.isnan(r["blocked_row_sum"]) else
+                                           f"{r['blocked_row_sum']:.3g}"),
+    } for r in mech.method_summary(view)])
+    st.dataframe(table, hide_index=True, width="stretch")
+    if not view.fully_blocked.any():
+        st.caption(ui.t("mechanics.no_blocked_rows"))
+    fp16 = cached.fp16_fill_check()
+    st.info(ui.t("mechanics.fp16_note", error=fp16["fill_1e9"], low=fp16["finfo_min"]))
+
+
+def section_masks():
+    st.markdown(ui.t("mechanics.masks_intro"))
+    ui.latex(r"\mathrm{softmax}(S + M)_{ij},\quad M_{ij}=\begin{cases}-\infty & \text{blocked}\\ 0 & \text{visible}"
+             r"\end{cases}\qquad \text{causal: } M_{ij}=-\infty \text{ for } j>i")
+    text, side, kind, item, query = _mask_inputs()
+    try:
+        batch, view = cached.mask_view(text, side, item, kind, query, 0)
+    except InputError as exc:
+        ui.show_error(exc)
+        return
+    ui.plot(figs.padded_batch(batch.tokens, batch.is_pad, ui.t("mechanics.fig_batch"), ui.t("mechanics.ax_position"),
+                              ui.t("mechanics.ax_sentence"), ui.t("mechanics.pad")), key="batch")
+    if item >= len(batch.tokens):
+        st.caption(ui.t("mechanics.item_clamped", item=len(batch.tokens) - 1))
+    st.markdown(ui.t(f"mechanics.kind_{kind}_text"))
+    st.caption(ui.t("mechanics.batch_mask_shape", shape=str(view.batch_mask_shape),
+                    item_shape=str(view.mask.shape)))
+    _mask_figures(view)
+    _method_comparison(view)
+    ui.download(ui.t("mechanics.download_npz"), ui.npz_bytes(
+        mask=view.mask, scores=view.scores, weights=view.weights["safe"], q_tokens=view.q_tokens,
+        k_tokens=view.k_tokens, is_pad=batch.is_pad), "masks.npz", "application/octet-stream", key="mechanics.dl_mask")
+
+
+# ---------------------------------------------------------------- 3. MHA / GQA / MQA
+def _shape_choice() -> mech.ModelShape:
+    presets = list(mech.PRESETS) + ["custom"]
+    c1, c2 = st.columns([3, 1])
+    name = ui.selectbox(ui.t("mechanics.preset"), presets, "preset", "llama2_7b", container=c1,
+                        format_func=lambda k: ui.t("mechanics.custom") if k == "custom" else _preset_label(k))
+    dtype = ui.selectbox(ui.t("mechanics.dtype"), list(mech.DTYPE_BYTES), "dtype", "fp16", container=c2)
+    if name != "custom":
+        s = mech.PRESETS[name]
+        return mech.ModelShape(s.name, s.d_model, s.n_heads, s.n_layers, s.n_kv_heads, s.d_head,
+                               mech.DTYPE_BYTES[dtype])
+    c = st.columns(3)
+    d_model = int(ui.number("d_model", 1, 65536, "cdm", 4096, container=c[0]))
+    heads = int(ui.number(ui.t("mechanics.heads"), 1, 256, "ch", 32, container=c[1]))
+    layers = int(ui.number(ui.t("mechanics.layers"), 1, 200, "cl", 32, container=c[2]))
+    return mech.custom_shape(d_model, heads, layers, mech.DTYPE_BYTES[dtype])
+
+
+def _preset_label(key: str) -> str:
+    s = mech.PRESETS[key]
+    return ui.t("mechanics.preset_label", name=s.name, heads=s.n_heads, d_model=s.d_model, layers=s.n_layers,
+                kv=s.n_kv_heads)
+
+
+def _kv_cache_part() -> None:
+    st.subheader(ui.t("mechanics.kv_title"))
+    ui.latex(r"\text{KV cache} = 2 \times L \times H_{kv} \times d_{head} \times \text{bytes} \times N \times B,"
+             r"\qquad \text{params}_{attn} = L\,(2\,d_{model} H d_{head} + 2\,d_{model} H_{kv} d_{head})")
+    try:
+        shape = _shape_choice()
+    except InputError as exc:
+        ui.show_error(exc)
+        return
+    c1, c2, c3 = st.columns(3)
+    ctx = int(ui.number(ui.t("mechanics.context"), 1, 1_048_576, "ctx", 4096, container=c1))
+    batch = int(ui.number(ui.t("mechanics.batch_size"), 1, 1024, "bs", 1, container=c2))
+    with c3:
+        options = mech.divisors(shape.n_heads)
+        kv = _select_slider(ui.t("mechanics.kv_heads"), options, "kv",
+                            shape.n_kv_heads if shape.n_kv_heads in options else options[-1],
+                            help=ui.t("mechanics.kv_help"))
+    rows = mech.kv_table(shape, ctx, batch)
+    chosen = next(i for i, r in enumerate(rows) if r["kv_heads"] == kv)
+    r = rows[chosen]
+    m = st.columns(4)
+    m[0].metric(ui.t("mechanics.variant"), f"{r['variant']} ({kv}/{shape.n_heads})")
+    m[1].metric(ui.t("mechanics.params_attn"), mech.format_count(r["params"]))
+    m[2].metric(ui.t("mechanics.kv_per_token"), mech.format_bytes(r["bytes_per_token"]))
+    m[3].metric(ui.t("mechanics.kv_total", ctx=ctx, batch=batch), mech.format_bytes(r["bytes_total"]))
+    st.caption(ui.t("mechanics.kv_shape_note", d_head=shape.head_dim, layers=shape.n_layers,
+                    bytes=shape.bytes_per_value))
+    labels = [f"{x['kv_heads']} ({x['variant']})" for x in rows]
+    c1, c2 = st.columns(2)
+    with c1:
+        ui.plot(figs.variant_bars(labels, [x["bytes_total"] / 2**30 for x in rows], ui.t("mechanics.fig_kv"),
+                                  ui.t("mechanics.kv_heads"), "GiB", chosen,
+                                  [mech.format_bytes(x["bytes_total"]) for x in rows]), key="kv_bars")
+    with c2:
+        ui.plot(figs.variant_bars(labels, [x["params"] / 1e6 for x in rows], ui.t("mechanics.fig_params"),
+                                  ui.t("mechanics.kv_heads"), ui.t("mechanics.millions"), chosen,
+                                  [mech.format_count(x["params"]) for x in rows]), key="param_bars")
+    ui.plot(figs.head_groups(mech.head_groups(shape.n_heads, kv), kv, ui.t("mechanics.fig_groups", kv=kv,
+                             heads=shape.n_heads, g=shape.n_heads // kv), ui.t("mechanics.q_heads"),
+                             ui.t("mechanics.kv_heads_short")), key="groups")
+    ui.download(ui.t("mechanics.download_csv"), pd.DataFrame(rows).to_csv(index=False), "kv_cache.csv", "text/csv",
+                key="mechanics.dl_kv")
+
+
+def _variant_outputs() -> None:
+    st.subheader(ui.t("mechanics.same_input_title"))
+    st.markdown(ui.t("mechanics.same_input_intro"))
+    c = st.columns(5)
+    d_model = ui.slider("d_model", 4, 64, "vdm", 16, step=4, container=c[0])
+    heads = ui.selectbox(ui.t("mechanics.heads"), mech.divisors(d_model), "vh", 4 if d_model % 4 == 0 else 1,
+                         container=c[1])
+    with c[2]:
+        kv = _select_slider(ui.t("mechanics.kv_heads"), mech.divisors(heads), "vkv", max(1, heads // 2))
+    n = ui.slider(ui.t("mechanics.n_tokens"), 1, 10, "vn", 6, container=c[3])
+    head = ui.slider(ui.t("mechanics.head"), 0, heads - 1, "vhead", 0, container=c[4])
+    res = cached.compare_variants(d_model, heads, kv, n, 0)
+    tok = [f"t{i}" for i in range(n)]
+    titles = [f"{name} (H_kv = {k})" for name, k in zip(res.names, res.kv_heads)]
+    q_ax, k_ax, val = ui.t("mechanics.ax_query"), ui.t("mechanics.ax_key"), ui.t("mechanics.ax_value")
+    _grid([figs.stage_matrix(o, ui.t("mechanics.fig_out", name=t), rows=tok, x_title=ui.t("mechanics.ax_feature"),
+                             y_title=ui.t("mechanics.ax_token"), value_name=val, fmt=".2f")
+           for o, t in zip(res.outputs, titles)] +
+          [figs.stage_matrix(w[head], ui.t("mechanics.fig_head_w", name=t, head=head), rows=tok, cols=tok,
+                             x_title=k_ax, y_title=q_ax, value_name=val, prob=True, fmt=".2f")
+           for w, t in zip(res.weights, titles)], prefix="variant")
+    st.dataframe(pd.DataFrame({ui.t("mechanics.variant"): titles,
+                               ui.t("mechanics.params_module"): res.params,
+                               ui.t("mechanics.rel_diff"): [f"{x:.3f}" for x in res.rel_diff]}),
+                 hide_index=True, width="stretch")
+    eq = cached.equivalence_check(d_model, heads, 0)
+    st.success(ui.t("mechanics.equivalence", mha=f"{max(eq['mha_out'], eq['mha_weights']):.1e}",
+                    mqa=f"{eq['mqa_out']:.1e}"))
+    ui.download(ui.t("mechanics.download_npz"), ui.npz_bytes(outputs=res.outputs, weights=res.weights,
+                                                             kv_heads=res.kv_heads), "mha_gqa_mqa.npz",
+                "application/octet-stream", key="mechanics.dl_variants")
+
+
+def section_variants():
+    st.markdown(ui.t("mechanics.variants_intro"))
+    ui.latex(r"\mathrm{head}_i = \mathrm{Attention}\big(XW_q^{(i)},\; XW_k^{(g(i))},\; XW_v^{(g(i))}\big),\qquad"
+             r" g(i) = \left\lfloor i \,/\, (H / H_{kv}) \right\rfloor")
+    _kv_cache_part()
+    _variant_outputs()
+
+
+# ---------------------------------------------------------------- 4. cross attention
+def section_cross():
+    st.markdown(ui.t("mechanics.cross_intro"))
+    ui.latex(r"Q = X_{dec} W_q \in \mathbb{R}^{N_q\times d_k},\; K = X_{enc} W_k,\; V = X_{enc} W_v \in"
+             r" \mathbb{R}^{N_k\times d_k}\;\Rightarrow\; \mathrm{softmax}\!\left(\frac{QK^\top}{\sqrt{d_k}}\right)"
+             r"\in\mathbb{R}^{N_q\times N_k}")
+    c1, c2 = st.columns(2)
+    q_text = ui.text(ui.t("mechanics.cross_q_text"), "cq", "le chat dort", max_chars=200, container=c1)
+    k_text = ui.text(ui.t("mechanics.cross_k_text"), "ck", "the cat is sleeping [PAD] [PAD]", max_chars=200,
+                     container=c2, help=ui.t("mechanics.cross_k_help"))
+    c = st.columns(3)
+    d_model = ui.slider("d_model", 2, 32, "xdm", 8, step=2, container=c[0])
+    heads = ui.selectbox(ui.t("mechanics.heads"), mech.divisors(d_model), "xh", 2, container=c[1])
+    head = ui.slider(ui.t("mechanics.head"), 0, heads - 1, "xhead", 0, container=c[2])
+    try:
+        res = cached.cross_attention(q_text, k_text, d_model, heads, 0)
+    except InputError as exc:
+        ui.show_error(exc)
+        return
+    st.dataframe(pd.DataFrame({ui.t("mechanics.col_tensor"): list(res.shapes),
+                               ui.t("mechanics.col_shape"): [str(s) for s in res.shapes.values()]}).T,
+                 width="stretch")
+    pads = np.array([t == mech.PAD for t in res.k_tokens])
+    mask = np.repeat(pads[None, :], len(res.q_tokens), axis=0)
+    c1, c2 = st.columns(2)
+    with c1:
+        ui.plot(figs.stage_matrix(res.weights[head], ui.t("mechanics.fig_cross_w", head=head), rows=res.q_tokens,
+                                  cols=res.k_tokens, x_title=ui.t("mechanics.ax_source_key"),
+                                  y_title=ui.t("mechanics.ax_target_query"), value_name=ui.t("mechanics.ax_value"),
+                                  prob=True, mask=mask), key="cross_w")
+    with c2:
+        ui.plot(figs.stage_matrix(res.out, ui.t("mechanics.fig_cross_out"), rows=res.q_tokens,
+                                  x_title=ui.t("mechanics.ax_feature"), y_title=ui.t("mechanics.ax_target_query"),
+                                  value_name=ui.t("mechanics.ax_value"), fmt=".2f"), key="cross_out")
+    st.caption(ui.t("mechanics.cross_note"))
+    ui.download(ui.t("mechanics.download_npz"), ui.npz_bytes(weights=res.weights, out=res.out,
+                                                             q_tokens=res.q_tokens, k_tokens=res.k_tokens),
+                "cross_attention.npz", "application/octet-stream", key="mechanics.dl_cross")
+
+
+# ---------------------------------------------------------------- 5. additive vs dot product
+def section_additive():
+    st.markdown(ui.t("mechanics.additive_intro"))
+    ui.latex(r"e^{dot}_{ij} = \frac{q_i\cdot k_j}{\sqrt{d_k}}\qquad e^{add}_{ij} = v_a^\top \tanh(W_q q_i + W_k k_j)"
+             r"\qquad \alpha_{ij} = \mathrm{softmax}_j(e_{ij})")
+    c = st.columns(4)
+    n = ui.slider(ui.t("mechanics.n_tokens"), 1, 10, "an", 3, container=c[0])
+    d_k = ui.slider("d_k", 1, 64, "adk", 2, container=c[1])
+    d_h = ui.slider(ui.t("mechanics.d_hidden"), 1, 64, "adh", 8, container=c[2])
+    seed = int(ui.number(ui.t("mechanics.seed"), 0, 9999, "aseed", 0, container=c[3]))
+    if n == 3 and d_k == 2:
+        st.caption(ui.t("mechanics.additive_worked"))
+        steps = cached.worked_steps(mech.WORKED_X, mech.WORKED_WQ, mech.WORKED_WK, mech.WORKED_WV,
+                                    tuple(mech.WORKED_TOKENS), True, False, 0.0, 0)
+    else:
+        steps = cached.random_steps(n, 8, d_k, d_k, seed, True, False, 0.0, 0)
+    res = cached.additive_vs_dot(steps.q, steps.k, steps.v, d_h, seed)
+    tok = steps.tokens
+    kw = dict(rows=tok, cols=tok, x_title=ui.t("mechanics.ax_key"), y_title=ui.t("mechanics.ax_query"),
+              value_name=ui.t("mechanics.ax_value"))
+    _grid([figs.stage_matrix(res.dot_scores, ui.t("mechanics.fig_dot_scores"), **kw),
+           figs.stage_matrix(res.add_scores, ui.t("mechanics.fig_add_scores"), **kw),
+           figs.stage_matrix(res.dot_weights, ui.t("mechanics.fig_dot_w"), prob=True, **kw),
+           figs.stage_matrix(res.add_weights, ui.t("mechanics.fig_add_w"), prob=True, **kw)], n_cols=2, prefix="add")
+    cost = mech.attention_cost(n, n, d_k, d_h)
+    st.dataframe(pd.DataFrame({
+        ui.t("mechanics.col_method"): [ui.t("mechanics.dot"), ui.t("mechanics.additive")],
+        ui.t("mechanics.col_macs"): [cost["dot"]["macs"], cost["additive"]["macs"]],
+        ui.t("mechanics.col_tanh"): [0, cost["additive"]["tanh"]],
+        ui.t("mechanics.col_memory"): [cost["dot"]["memory"], cost["additive"]["memory"]]}),
+        hide_index=True, width="stretch")
+    ns = [2 ** i for i in range(3, 14)]
+    costs = [mech.attention_cost(x, x, d_k, d_h) for x in ns]
+    ui.plot(figs.cost_curves(ns, {ui.t("mechanics.dot"): ([c["dot"]["macs"] for c in costs],
+                                                          [c["dot"]["memory"] for c in costs]),
+                                  ui.t("mechanics.additive"): ([c["additive"]["macs"] for c in costs],
+                                                               [c["additive"]["memory"] for c in costs])},
+                             ui.t("mechanics.fig_cost", d_k=d_k, d_h=d_h), "N", ui.t("mechanics.col_macs"),
+                             ui.t("mechanics.col_memory")), key="cost")
+    st.caption(ui.t("mechanics.additive_note"))
+
+
+# ---------------------------------------------------------------- page
+section = ui.radio(ui.t("mechanics.section"), SECTIONS, "section", format_func=lambda s: ui.t(f"mechanics.sec_{s}"))
+st.divider()
+{"steps": section_steps, "masks": section_masks, "variants": section_variants, "cross": section_cross,
+ "additive": section_additive}[section]()

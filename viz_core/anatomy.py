@@ -189,18 +189,20 @@ class PathResult:
     filtered: np.ndarray    # (V,) after temperature / top-k / top-p
     next_id: int
     vocab: list[str]
+    n_params: int           # parameters of the tiny model (the tied output matrix counted once)
 
 
 def next_token_path(text: str, cfg: TinyLMConfig, s: Sampling, sample_seed: int = 0) -> PathResult:
     """The whole path for one text: tokenizer, TinyLM trace, sampling. Shapes have no batch axis."""
     tok = ToyTokenizer(cfg.vocab_size)
     tokens, ids = tok.encode(text)
-    trace = TinyLM(cfg).trace(ids)
+    model = TinyLM(cfg)
+    trace = model.trace(ids)
     last = trace[-1][1]                                                          # (V,)
     filtered = next_token_distribution(last, s)
     steps = [(name, tuple(t.shape), t.numpy()) for name, t in trace]
     return PathResult(tokens, steps, torch.softmax(last.double(), -1).numpy(), filtered,
-                      sample(filtered, sample_seed), tok.vocab)
+                      sample(filtered, sample_seed), tok.vocab, sum(p.numel() for p in model.parameters()))
 
 
 # ================================================================ parameter counting

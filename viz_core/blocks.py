@@ -178,6 +178,11 @@ def smoothed_targets(targets: torch.Tensor, n_classes: int, eps: float) -> torch
     return (1.0 - eps) * one_hot + eps / n_classes
 
 
+def target_distribution(n_classes: int, eps: float, true_class: int = 0) -> np.ndarray:
+    """The smoothed target of one example as numpy (K,): 1 - eps + eps/K on the true class, eps/K elsewhere."""
+    return smoothed_targets(torch.tensor([true_class]), n_classes, eps)[0].numpy()
+
+
 def label_smoothing_loss(logits: torch.Tensor, targets: torch.Tensor, eps: float) -> torch.Tensor:
     """Mean over the batch of H(q, p) = -sum_k q_k log p_k, computed from logits with log_softmax, so that
     no probability is ever rounded to 0 and then logged (finite for any finite logits)."""
@@ -198,6 +203,16 @@ def _check_smoothing(n_classes: int, eps: float) -> None:
         raise InputError("anatomy.bad_classes", f"need at least 2 classes, got {n_classes}", k=n_classes)
     if not 0.0 <= eps <= 1.0:
         raise InputError("anatomy.bad_eps", f"label smoothing must be in [0, 1], got {eps}", eps=eps)
+
+
+def smoothing_check(n_classes: int, eps: float, batch: int = 8, seed: int = 0) -> tuple[float, float]:
+    """(our label_smoothing_loss, torch.nn.functional.cross_entropy(label_smoothing=eps)) on random logits."""
+    _check_smoothing(n_classes, eps)
+    g = torch.Generator().manual_seed(seed)
+    logits = 3 * torch.randn(batch, n_classes, generator=g, dtype=torch.float64)  # (B, K)
+    targets = torch.randint(n_classes, (batch,), generator=g)                    # (B,)
+    ref = F.cross_entropy(logits, targets, label_smoothing=eps)
+    return float(label_smoothing_loss(logits, targets, eps)), float(ref)
 
 
 def optimal_confidence(n_classes: int, eps: float) -> float:
@@ -408,3 +423,9 @@ def dropout_statistics(p: float, n_draws: int = 2000, size: int = 256, seed: int
     ref = nn.Dropout(p).train()(x)                                            # (draws, size)
     return {"ours_keep": keep.double().mean(1).numpy(), "ours_mean": ours.double().mean(1).numpy(),
             "torch_keep": (ref != 0).double().mean(1).numpy(), "torch_mean": ref.double().mean(1).numpy()}
+
+
+def activation_curves(lo: float = -4.0, hi: float = 4.0, n: int = 161) -> tuple[np.ndarray, dict[str, np.ndarray]]:
+    """ReLU(x) = max(0, x) and GELU(x) = x * Phi(x) on a grid, for drawing."""
+    x = torch.linspace(lo, hi, n, dtype=torch.float64)
+    return x.numpy(), {name: fn(x).numpy() for name, fn in (("ReLU", F.relu), ("GELU", F.gelu))}

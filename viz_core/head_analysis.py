@@ -92,14 +92,18 @@ def head_statistics(weights: np.ndarray, special: np.ndarray | None = None) -> H
 
 
 def thumbnail(matrix: np.ndarray, size: int) -> np.ndarray:
-    """Shrink an (N, N) matrix to at most (size, size) by block means, so a grid of many heads stays light."""
+    """Shrink an (Nq, Nk) attention matrix to at most (size, size), so a grid of many heads stays light.
+
+    Cell (a, b) = the mean over the queries of block a of their total weight on the keys of block b: query rows are
+    averaged, key columns summed, so each thumbnail row still sums to 1 and sharp patterns stay visible.
+    """
     n_r, n_c = matrix.shape
     if n_r <= size and n_c <= size:
         return matrix.astype(np.float32)
     r_edges = np.linspace(0, n_r, min(size, n_r) + 1).astype(int)
     c_edges = np.linspace(0, n_c, min(size, n_c) + 1).astype(int)
     rows = np.add.reduceat(matrix, r_edges[:-1], axis=0) / np.diff(r_edges)[:, None]
-    return (np.add.reduceat(rows, c_edges[:-1], axis=1) / np.diff(c_edges)[None, :]).astype(np.float32)
+    return np.add.reduceat(rows, c_edges[:-1], axis=1).astype(np.float32)
 
 
 def is_causal(weights: np.ndarray, tol: float = 1e-6) -> bool:

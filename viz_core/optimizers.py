@@ -306,13 +306,21 @@ def _trajectory(surface, spec, path, grads, deltas, effs, states, diverged) -> T
     return Trajectory(spec.name, spec.lr, path, loss, as2(grads), as2(deltas), as2(effs), state, diverged)
 
 
+def _torch_optimizer(spec: RacerSpec, params: list[torch.Tensor], lrs: list[float]) -> torch.optim.Optimizer:
+    """torch.optim.AdamW or NAdam over params, one parameter group (with its own lr) per tensor."""
+    hp = spec.hyper_dict()
+    groups = [{"params": [p], "lr": float(lr)} for p, lr in zip(params, lrs)]
+    kw = dict(betas=(hp["beta1"], hp["beta2"]), eps=hp["eps"])
+    if spec.name == "adamw":
+        return torch.optim.AdamW(groups, weight_decay=hp["weight_decay"], **kw)
+    return torch.optim.NAdam(groups, momentum_decay=hp["momentum_decay"], **kw)
+
+
 def simulate_torch(surface: Surface, spec: RacerSpec, start, lrs: np.ndarray, noise: np.ndarray) -> Trajectory:
     """Run torch.optim.AdamW or NAdam on a float64 tensor (2,) with the analytic gradient."""
     hp = spec.hyper_dict()
     p = torch.tensor(np.asarray(start, dtype=float), dtype=torch.float64)   # (2,)
-    kw = dict(lr=float(lrs[0]) if len(lrs) else spec.lr, betas=(hp["beta1"], hp["beta2"]), eps=hp["eps"])
-    opt = (torch.optim.AdamW([p], weight_decay=hp["weight_decay"], **kw) if spec.name == "adamw"
-           else torch.optim.NAdam([p], momentum_decay=hp["momentum_decay"], **kw))
+    opt = _torch_optimizer(spec, [p], [spec.lr])
     path, grads, deltas, effs, states, diverged = [p.numpy().copy()], [], [], [], [], None
     with np.errstate(all="ignore"):
         for t, lr in enumerate(lrs, start=1):
@@ -336,6 +344,23 @@ def simulate_torch(surface: Surface, spec: RacerSpec, start, lrs: np.ndarray, no
         return _trajectory(surface, spec, path, grads, deltas, effs, states, diverged)
 
 
+def _tune_torch(surface: Surface, spec: RacerSpec, start, mults, noise, grid) -> np.ndarray:
+    """Final loss gaps (L,) of a torch.optim racer for every lr of grid: one parameter group per lr."""
+    P = torch.tensor(np.tile(np.asarray(start, dtype=float), (len(grid), 1)))   # (L, 2)
+    rows = list(P.unbind(0))                                                    # L views (2,) into P
+    opt = _torch_optimizer(spec, rows, grid)
+    off = np.zeros(len(grid), dtype=bool)
+    with np.errstate(all="ignore"):
+        for t, m in enumerate(mults, start=1):
+            G = torch.from_numpy(_grad(surface, P.numpy()) + noise[t - 1])     # (L, 2)
+            for row, g, group, lr in zip(rows, G.unbind(0), opt.param_groups, grid):
+                row.grad, group["lr"] = g, lr * float(m)
+            opt.step()
+            off |= _is_off(surface, P.numpy())
+        gaps = surface.gap(P.numpy())                                          # (L,)
+    return np.where(off | ~np.isfinite(gaps), np.inf, gaps)
+
+
 def tune_lr(surface: Surface, spec: RacerSpec, start, mults: np.ndarray, noise: np.ndarray,
             grid: tuple[float, ...] = LR_GRID) -> tuple[float, np.ndarray]:
     """Fair race: the lr from `grid` whose run ends with the lowest loss (a diverged run never wins).
@@ -344,8 +369,7 @@ def tune_lr(surface: Surface, spec: RacerSpec, start, mults: np.ndarray, noise: 
     """
     lrs = np.asarray(grid)[:, None]                                      # (L, 1)
     if spec.name in EXTRAS:
-        gaps = np.array([_final_gap(simulate_torch(surface, RacerSpec(spec.name, float(lr), spec.hyper), start,
-                                                   lr * mults, noise), surface) for lr in grid])
+        gaps = _tune_torch(surface, spec, start, mults, noise, grid)
         return float(grid[int(np.argmin(gaps))]), gaps
     p = np.tile(np.asarray(start, dtype=float), (len(grid), 1))          # (L, 2)
     hyper, state, off = spec.hyper_dict(), {}, np.zeros(len(grid), dtype=bool)
@@ -356,10 +380,6 @@ def tune_lr(surface: Surface, spec: RacerSpec, start, mults: np.ndarray, noise: 
         gaps = surface.gap(p)                                            # (L,)
     gaps = np.where(off | ~np.isfinite(gaps), np.inf, gaps)
     return float(grid[int(np.argmin(gaps))]), gaps
-
-
-def _final_gap(traj: Trajectory, surface: Surface) -> float:
-    return np.inf if traj.diverged_at is not None else float(traj.loss[-1] - surface.f_min)
 
 
 def validate_race(cfg: RaceConfig) -> Surface:
@@ -397,3 +417,47 @@ def race(cfg: RaceConfig) -> RaceResult:
             tuned[spec.name] = lr
         trajectories.append(simulate(surface, spec, cfg.start, spec.lr * mults, noise))
     return RaceResult(cfg, trajectories, tuned, mults)
+
+
+# ---------------------------------------------------------------- summaries
+@dataclass
+class RaceRow:
+    """One line of the results table."""
+    name: str
+    lr: float                      # base lr used
+    final_gap: float               # f(theta_T) - f*  (inf if diverged)
+    final_distance: float          # distance to the nearest minimum at the end (inf if diverged)
+    reached_at: int | None         # first step with f - f* < tol, if any
+    left_box_at: int | None        # first step outside the plotted box, if any
+    diverged_at: int | None
+
+
+def race_summary(result: RaceResult, tol: float = 1e-3) -> list[RaceRow]:
+    """Per racer: where it ended, when it first came within tol of the minimum loss, when it left the plot."""
+    surface = get_surface(result.config.surface)
+    rows = []
+    for tr in result.trajectories:
+        gap = tr.loss - surface.f_min                                        # (n + 1,)
+        close = np.flatnonzero(gap < tol)
+        inside = (tr.path[:, 0] >= surface.x_range[0]) & (tr.path[:, 0] <= surface.x_range[1]) & \
+                 (tr.path[:, 1] >= surface.y_range[0]) & (tr.path[:, 1] <= surface.y_range[1])   # (n + 1,)
+        outside = np.flatnonzero(~inside)
+        diverged = tr.diverged_at is not None
+        rows.append(RaceRow(
+            tr.name, tr.lr, np.inf if diverged else float(gap[-1]),
+            np.inf if diverged else float(surface.distance(tr.path[-1])),
+            int(close[0]) if close.size else None, int(outside[0]) if outside.size else None, tr.diverged_at))
+    return rows
+
+
+# The update rules as LaTeX, for the page (the same formulas as the rule functions above).
+LATEX = {
+    "sgd": r"\theta_t = \theta_{t-1} - \eta\, g_t",
+    "momentum": r"v_t = \mu\, v_{t-1} + g_t, \qquad \theta_t = \theta_{t-1} - \eta\, v_t",
+    "adagrad": r"G_t = G_{t-1} + g_t^2, \qquad \theta_t = \theta_{t-1} - \frac{\eta}{\sqrt{G_t} + \epsilon}\, g_t",
+    "rmsprop": r"s_t = \alpha\, s_{t-1} + (1-\alpha)\, g_t^2, \qquad "
+               r"\theta_t = \theta_{t-1} - \frac{\eta}{\sqrt{s_t} + \epsilon}\, g_t",
+    "adam": r"m_t = \beta_1 m_{t-1} + (1-\beta_1) g_t,\; v_t = \beta_2 v_{t-1} + (1-\beta_2) g_t^2,\; "
+            r"\hat m_t = \frac{m_t}{1-\beta_1^t},\; \hat v_t = \frac{v_t}{1-\beta_2^t},\; "
+            r"\theta_t = \theta_{t-1} - \frac{\eta\, \hat m_t}{\sqrt{\hat v_t} + \epsilon}",
+}

@@ -113,6 +113,27 @@ def toeplitz_deviation(matrix: np.ndarray) -> float:
     return float(max(spreads, default=0.0))
 
 
+def mean_by_offset(matrix: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Average of a square matrix along each diagonal k = q - p >= 0: (offsets (N,), means (N,))."""
+    m = np.asarray(matrix, dtype=np.float64)
+    n = m.shape[0]
+    return np.arange(n), np.array([np.diagonal(m, k).mean() for k in range(n)])
+
+
+def thin_rows(n: int, limit: int) -> np.ndarray:
+    """Every s-th index of range(n) so that at most limit remain (s = ceil(n / limit)): which rows to draw."""
+    return np.arange(0, n, max(1, math.ceil(n / max(1, limit))))
+
+
+def thin_columns(d_model: int, limit: int) -> np.ndarray:
+    """Column indices to draw, at most ~limit, thinned by whole (sin, cos) pairs so both halves of a pair stay."""
+    if d_model <= limit:
+        return np.arange(d_model)
+    pairs = thin_rows((d_model + 1) // 2, max(1, limit // 2))  # (n_kept_pairs,)
+    cols = np.stack([2 * pairs, 2 * pairs + 1], axis=1).ravel()  # (2 * n_kept_pairs,)
+    return cols[cols < d_model]
+
+
 # ---------------------------------------------------------------- relative positions: a fixed rotation
 def rotation_blocks(d_model: int, k: int, base: float = BASE) -> np.ndarray:
     """The 2x2 blocks that map pair i of PE(pos) to pair i of PE(pos + k), shape (d_model // 2, 2, 2).

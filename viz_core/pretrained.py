@@ -210,9 +210,10 @@ def clean_text(text: str | None, what: str = "text") -> str:
 def _encode(m: LoadedModel, text: str, text_pair: str | None):
     """Tokenise once without truncation (to count) and once truncated to the model's limit."""
     tok = m.tokenizer
-    full = tok(text, text_pair, add_special_tokens=True, truncation=False, verbose=False)
+    # split_special_tokens: a user who types "[SEP]" gets the characters, not the model's separator token.
+    full = tok(text, text_pair, add_special_tokens=True, truncation=False, verbose=False, split_special_tokens=True)
     enc = tok(text, text_pair, add_special_tokens=True, truncation=True, max_length=m.max_tokens,
-              return_special_tokens_mask=True, return_tensors="pt")
+              return_special_tokens_mask=True, return_tensors="pt", split_special_tokens=True)
     if enc["input_ids"].shape[1] == 0:
         raise InputError("attention.no_tokens", "the tokenizer produced no tokens for this text")
     return enc, len(full["input_ids"])
@@ -283,8 +284,8 @@ def _decoder_inputs(m: LoadedModel, target_text: str | None) -> tuple[torch.Tens
         start = config.pad_token_id if config.pad_token_id is not None else 0
     target_ids: list[int] = []
     if target_text and target_text.strip():
-        target_ids = m.tokenizer(text_target=clean_text(target_text, "target"),
-                                 add_special_tokens=True)["input_ids"]
+        target_ids = m.tokenizer(text_target=clean_text(target_text, "target"), add_special_tokens=True,
+                                 split_special_tokens=True)["input_ids"]
     ids = [start] + list(target_ids[:-1] if target_ids else [])
     truncated = len(ids) > m.max_tokens
     return torch.tensor([ids[: m.max_tokens]]), truncated

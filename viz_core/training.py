@@ -330,3 +330,266 @@ def train(task: str | Task = "reverse", model_cfg: ModelConfig | None = None, tr
     for _ in trainer.run():
         pass
     return trainer
+
+
+# ---------------------------------------------------------------- the trained model
+@dataclass
+class DecodeTrace:
+    """Greedy decoding of one input, step by step."""
+    src: list[str]           # source tokens
+    out: list[str]           # emitted tokens, <eos> included when emitted
+    probs: np.ndarray        # (T, V) next-token distribution at each step
+    vocab: list[str]         # target vocabulary (column labels of probs)
+
+
+@dataclass
+class AttentionMaps:
+    """Attention of one input: capture name -> (H, Nq, Nk), with the token labels of each axis."""
+    src: list[str]           # encoder tokens (keys of enc self and cross attention)
+    tgt_in: list[str]        # decoder input tokens (<bos> + output), queries of the decoder
+    maps: dict
+
+
+class Translator:
+    """A trained model with its task: translate text, trace greedy decoding, read attention, save checkpoints."""
+
+    def __init__(self, model: Seq2SeqTransformer, task: Task, train_cfg: TrainConfig | None = None,
+                 history: list[dict] | None = None, snapshots: list[Snapshot] | None = None,
+                 info: dict | None = None):
+        self.model, self.task = model.eval(), task
+        self.train_cfg = train_cfg or TrainConfig()
+        self.history, self.snapshots, self.info = history or [], snapshots or [], info or {}
+
+    @classmethod
+    def from_trainer(cls, trainer: Trainer) -> "Translator":
+        model = copy.deepcopy(trainer.model).to("cpu").eval()
+        info = {"steps": trainer.step, "seconds": round(trainer.seconds, 2), "reason": trainer.reason,
+                "device": str(trainer.device), "val_exact": trainer._last_eval[0], "seed": trainer.train_cfg.seed}
+        return cls(model, trainer.task, trainer.train_cfg, [m.to_dict() for m in trainer.history],
+                   list(trainer.snapshots), info)
+
+    @property
+    def config(self) -> ModelConfig:
+        return self.model.cfg
+
+    def _src_tensor(self, tokens: list[str]) -> torch.Tensor:
+        if len(tokens) > self.config.max_len:
+            raise InputError("train.too_long", f"the input has {len(tokens)} tokens; this model takes at most "
+                             f"{self.config.max_len}", n=len(tokens), limit=self.config.max_len)
+        return torch.tensor([self.task.src_vocab.encode(tokens)])  # (1, N_src)
+
+    def _max_out(self) -> int:
+        return self.config.max_len - 1
+
+    @torch.inference_mode()
+    def translate(self, text: str) -> str:
+        """Greedy output for a source text such as "3 1 4 1 5" (or "31415", "12+34", "2024-03-15")."""
+        ids = greedy_decode(self.model, self._src_tensor(self.task.tokenize(text)), self._max_out())[0]
+        return self.task.detokenize(self.task.tgt_vocab.decode(ids.tolist()))
+
+    @torch.inference_mode()
+    def decode_trace(self, text: str) -> DecodeTrace:
+        """Greedy decoding of text with the next-token probabilities p(y_t | y_<t, x) of every step."""
+        src = self.task.tokenize(text)
+        ids, probs = greedy_decode(self.model, self._src_tensor(src), self._max_out(), return_probs=True)
+        out = [self.task.tgt_vocab.itos[i] for i in ids[0].tolist()]
+        if "<eos>" in out:
+            out = out[: out.index("<eos>") + 1]
+        return DecodeTrace(src, out, probs[0, : len(out)].numpy(), list(self.task.tgt_vocab.itos))
+
+    @torch.inference_mode()
+    def attention(self, text: str, output: list[str] | None = None) -> AttentionMaps:
+        """Every attention map for text, with the decoder fed <bos> + output (default: the greedy output)."""
+        src = self.task.tokenize(text)
+        if output is None:
+            output = [t for t in self.decode_trace(text).out if t != "<eos>"]
+        tgt_ids = torch.tensor([[BOS] + self.task.tgt_vocab.encode(output)])  # (1, N_tgt)
+        _, maps = self.model(self._src_tensor(src), tgt_ids, capture=True)
+        return AttentionMaps(src, ["<bos>"] + list(output), {k: v[0].numpy() for k, v in maps.items()})
+
+    @torch.inference_mode()
+    def evaluate(self, n: int = 500, task: Task | None = None, seed: int = 12345) -> float:
+        """Exact-sequence accuracy of greedy decoding on n held-out examples of task (default: own task)."""
+        task = task or self.task
+        src, _, tgt_out = (torch.from_numpy(a) for a in sample_batch(task, random.Random(seed), n, heldout=True))
+        return sequence_scores(greedy_decode(self.model, src, self._max_out()), tgt_out)[0]
+
+    def save(self, out_dir: str | Path, dtype: str = "float32") -> Path:
+        """Write model.safetensors + config.json (+ snapshots.safetensors) into out_dir."""
+        return save_checkpoint(self, out_dir, dtype)
+
+
+# ---------------------------------------------------------------- checkpoints (safetensors + JSON, never pickle)
+CHECKPOINT_FORMAT = "attention-explorer/train-checkpoint/1"
+WEIGHTS, CONFIG, SNAPSHOTS = "model.safetensors", "config.json", "snapshots.safetensors"
+MAX_CHECKPOINT_BYTES = 50 * 2 ** 20
+DTYPES = {"float32": torch.float32, "float16": torch.float16, "bfloat16": torch.bfloat16}
+
+
+def _state_tensors(t: Translator, dtype: str) -> dict[str, torch.Tensor]:
+    tied = t.config.tie_weights
+    return {k: v.detach().to("cpu", DTYPES[dtype]).contiguous() for k, v in t.model.state_dict().items()
+            if not (tied and k == "out.weight")}
+
+
+def checkpoint_files(t: Translator, dtype: str = "float32") -> dict[str, bytes]:
+    """The checkpoint as {file name: bytes}: weights, JSON config, and the attention snapshots if any."""
+    from safetensors.torch import save
+    if dtype not in DTYPES:
+        raise ValueError(f"dtype must be one of {sorted(DTYPES)}")
+    config = {"format": CHECKPOINT_FORMAT, "dtype": dtype,
+              "task": {"name": t.task.name, **t.task.params()},
+              "vocab": {"src": t.task.src_vocab.itos, "tgt": t.task.tgt_vocab.itos},
+              "model": t.config.to_dict(), "train": t.train_cfg.to_dict(), "info": t.info, "history": t.history}
+    files = {WEIGHTS: save(_state_tensors(t, dtype), metadata={"format": CHECKPOINT_FORMAT}),
+             CONFIG: json.dumps(config, indent=1).encode()}
+    if t.snapshots:
+        snaps = {f"{s.step}/{k}": torch.from_numpy(np.asarray(v, dtype=np.float16)) for s in t.snapshots
+                 for k, v in s.maps.items()}
+        files[SNAPSHOTS] = save(snaps)
+    return files
+
+
+def save_checkpoint(t: Translator, out_dir: str | Path, dtype: str = "float32") -> Path:
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    for name, data in checkpoint_files(t, dtype).items():
+        (out / name).write_bytes(data)
+    return out
+
+
+def checkpoint_zip(t: Translator, dtype: str = "float32") -> bytes:
+    """The checkpoint files in one zip archive (for a download button)."""
+    buf = io.BytesIO()
+    with zipfile.ZipFile(buf, "w", zipfile.ZIP_DEFLATED) as zf:
+        for name, data in checkpoint_files(t, dtype).items():
+            zf.writestr(name, data)
+    return buf.getvalue()
+
+
+def load_checkpoint(path: str | Path) -> Translator:
+    """A checkpoint directory (model.safetensors + config.json) or a .zip of it -> Translator."""
+    path = Path(path)
+    if path.is_dir():
+        files = {p.name: p.read_bytes() for p in path.iterdir() if p.name in (WEIGHTS, CONFIG, SNAPSHOTS)}
+    elif path.is_file():
+        files = read_upload([(path.name, path.read_bytes())])
+    else:
+        raise InputError("train.ckpt_missing", f"no checkpoint at {path}", names=f"{CONFIG}, {WEIGHTS}")
+    return load_checkpoint_files(files)
+
+
+def read_upload(uploads) -> dict[str, bytes]:
+    """Uploaded (name, bytes) pairs -> checkpoint files: either one .zip, or the loose files themselves."""
+    files: dict[str, bytes] = {}
+    for name, data in uploads:
+        if len(data) > MAX_CHECKPOINT_BYTES:
+            raise InputError("train.ckpt_too_large", f"{name} is larger than 50 MiB", name=name)
+        if name.lower().endswith(".zip"):
+            files.update(_unzip(name, data))
+        else:
+            files[Path(name).name] = data
+    return files
+
+
+def _unzip(name: str, data: bytes) -> dict[str, bytes]:
+    try:
+        with zipfile.ZipFile(io.BytesIO(data)) as zf:
+            wanted = [i for i in zf.infolist() if Path(i.filename).name in (WEIGHTS, CONFIG, SNAPSHOTS)]
+            if sum(i.file_size for i in wanted) > MAX_CHECKPOINT_BYTES:
+                raise InputError("train.ckpt_too_large", f"{name} unpacks to more than 50 MiB", name=name)
+            return {Path(i.filename).name: zf.read(i) for i in wanted}
+    except (zipfile.BadZipFile, OSError, EOFError) as exc:
+        raise InputError("train.ckpt_bad_zip", f"{name} is not a readable zip archive ({exc})", name=name) from None
+
+
+def load_checkpoint_files(files: dict[str, bytes]) -> Translator:
+    """Validate and load {file name: bytes}. Every problem raises InputError saying what is wrong."""
+    missing = [n for n in (CONFIG, WEIGHTS) if n not in files]
+    if missing:
+        raise InputError("train.ckpt_missing", f"the checkpoint needs {CONFIG} and {WEIGHTS}; missing: "
+                         f"{', '.join(missing)}", names=", ".join(missing))
+    config = _parse_config(files[CONFIG])
+    task, model_cfg = _task_and_model(config)
+    model = Seq2SeqTransformer(model_cfg)
+    _load_weights(model, files[WEIGHTS])
+    snapshots = _load_snapshots(files.get(SNAPSHOTS))
+    train_cfg = TrainConfig.from_dict(config.get("train") or {})
+    return Translator(model, task, train_cfg, list(config.get("history") or []), snapshots, config.get("info") or {})
+
+
+def _bad_config(detail: str) -> InputError:
+    return InputError("train.ckpt_bad_config", f"{CONFIG} is not a valid checkpoint config: {detail}",
+                      detail=detail)
+
+
+def _parse_config(raw: bytes) -> dict:
+    try:
+        config = json.loads(raw.decode("utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise _bad_config(f"not JSON ({exc.__class__.__name__})") from None
+    if not isinstance(config, dict) or config.get("format") != CHECKPOINT_FORMAT:
+        raise _bad_config(f"'format' must be {CHECKPOINT_FORMAT!r}")
+    for key in ("task", "model", "vocab"):
+        if not isinstance(config.get(key), dict):
+            raise _bad_config(f"'{key}' is missing")
+    return config
+
+
+def _task_and_model(config: dict) -> tuple[Task, ModelConfig]:
+    params = dict(config["task"])
+    name = params.pop("name", None)
+    try:
+        task = make_task(str(name), **params)
+        model_cfg = ModelConfig.from_dict(config["model"])
+    except InputError:
+        raise
+    except (TypeError, ValueError) as exc:
+        raise _bad_config(str(exc)[:200]) from None
+    vocab = config["vocab"]
+    if vocab.get("src") != task.src_vocab.itos or vocab.get("tgt") != task.tgt_vocab.itos:
+        raise _mismatch(f"its vocabulary is not the one of task {task.name!r}")
+    if (model_cfg.src_vocab, model_cfg.tgt_vocab) != (len(task.src_vocab), len(task.tgt_vocab)):
+        raise _mismatch("the model's vocabulary sizes do not match the task")
+    return task, model_cfg
+
+
+def _mismatch(detail: str) -> InputError:
+    return InputError("train.ckpt_mismatch", f"the weights do not match the config: {detail}", detail=detail)
+
+
+def _read_safetensors(raw: bytes, name: str) -> dict[str, torch.Tensor]:
+    from safetensors.torch import load
+    try:
+        return load(raw)
+    except Exception as exc:  # noqa: BLE001 - safetensors raises several error types for a damaged file
+        raise InputError("train.ckpt_corrupt", f"{name} is damaged or not a safetensors file ({exc})"[:300],
+                         name=name) from None
+
+
+def _load_weights(model: Seq2SeqTransformer, raw: bytes) -> None:
+    tensors = _read_safetensors(raw, WEIGHTS)
+    expected = {k: v for k, v in model.state_dict().items() if not (model.cfg.tie_weights and k == "out.weight")}
+    if set(tensors) != set(expected):
+        diff = sorted(set(tensors) ^ set(expected))[:3]
+        raise _mismatch(f"tensor names differ ({', '.join(diff)})")
+    for k, v in tensors.items():
+        if v.shape != expected[k].shape or not v.is_floating_point():
+            raise _mismatch(f"{k} has shape {tuple(v.shape)}, expected {tuple(expected[k].shape)}")
+        if not torch.isfinite(v).all():
+            raise InputError("train.ckpt_corrupt", f"{k} holds NaN or infinite values", name=WEIGHTS)
+    model.load_state_dict({k: v.float() for k, v in tensors.items()}, strict=False)
+    model.eval()
+
+
+def _load_snapshots(raw: bytes | None) -> list[Snapshot]:
+    if raw is None:
+        return []
+    by_step: dict[int, dict] = {}
+    for key, value in _read_safetensors(raw, SNAPSHOTS).items():
+        step, _, name = key.partition("/")
+        if not step.isdigit() or value.dim() != 3:
+            raise InputError("train.ckpt_corrupt", f"{SNAPSHOTS} has an unexpected entry {key!r}",
+                             name=SNAPSHOTS)
+        by_step.setdefault(int(step), {})[name] = value.float().numpy()
+    return [Snapshot(s, by_step[s]) for s in sorted(by_step)]

@@ -81,7 +81,7 @@ def open_page(browser, server_url):
     """open_page(path, width=1400, height=1000, dark=False) -> a loaded Playwright page with the script finished."""
     contexts = []
 
-    def _open(path: str, width: int = 1400, height: int = 1000, dark: bool = False, timeout_ms: int = 120_000):
+    def _open(path: str, width: int = 1400, height: int = 2000, dark: bool = False, timeout_ms: int = 120_000):
         ctx = browser.new_context(viewport={"width": width, "height": height},
                                   color_scheme="dark" if dark else "light")
         contexts.append(ctx)
@@ -112,5 +112,7 @@ def screenshot(page, name: str) -> Path:
 
 
 def assert_no_exception(page) -> None:
+    """No exception box, and no 'page not found' dialog."""
     assert page.locator("[data-testid='stException']").count() == 0, page.locator(
         "[data-testid='stException']").first.inner_text()
+    assert page.get_by_text("Page not found").count() == 0, "the URL did not match a page"

@@ -20,7 +20,8 @@ VIEWS = [  # (lang, width, dark)
 @pytest.mark.parametrize("stem", [stem for stem, _ in PAGES])
 @pytest.mark.parametrize("lang,width,dark", VIEWS)
 def test_page_renders(open_page, stem, lang, width, dark):
-    page = open_page(f"/{stem}?lang={lang}", width=width, dark=dark)
+    path = "" if stem == PAGES[0][0] else stem  # the first page is the default, served at the root URL
+    page = open_page(f"/{path}?lang={lang}", width=width, dark=dark)
     assert_no_exception(page)
     main = page.locator("[data-testid='stMain']")
     assert main.count() == 1 and main.inner_text().strip(), "the page drew nothing"

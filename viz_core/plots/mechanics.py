@@ -28,18 +28,18 @@ def _cell_text(z: np.ndarray, fmt: str) -> np.ndarray:
 def stage_matrix(z: np.ndarray, title: str, *, rows: Sequence[str] | None = None, cols: Sequence[str] | None = None,
                  x_title: str = "key", y_title: str = "query", value_name: str = "value", prob: bool = False,
                  mask: np.ndarray | None = None, dont_care: np.ndarray | None = None, fmt: str = ".3f",
-                 height: int | None = None) -> go.Figure:
+                 zmax: float | None = None, height: int | None = None) -> go.Figure:
     """One stage of the computation, titled with its shape ('title  (R × C)'); values written in small matrices.
 
-    prob=True: probability scale 0..1; else the signed scale. -inf cells are drawn blank with '−∞' written in them,
-    NaN cells blank with 'NaN'. mask: grey hatched blocked cells. dont_care: bool (R,), rows shaded as 'not used'.
+    prob=True: probability scale 0..1 (0..zmax if given); else the signed scale. -inf cells are drawn blank
+    with '−∞' written in them, NaN cells blank with 'NaN'. mask: grey hatched blocked cells. dont_care: bool (R,), rows shaded as 'not used'.
     """
     z = np.asarray(z, dtype=float)
     if z.ndim == 1:
         z = z[None, :]
     shown = np.where(np.isfinite(z), z, np.nan)
     fig = matrix_heatmap(shown, rows, cols, title=f"{title}  ({z.shape[0]} × {z.shape[1]})", x_title=x_title,
-                         y_title=y_title, value_name=value_name, signed=not prob, mask=mask,
+                         y_title=y_title, value_name=value_name, signed=not prob, mask=mask, zmax=zmax,
                          height=height or _height(z.shape[0]))
     if z.size <= ANNOTATE_MAX_CELLS:
         fig.update_traces(text=_cell_text(z, fmt), texttemplate="%{text}", textfont=dict(size=11),

@@ -1,0 +1,37 @@
+"""Cached wrappers around viz_core.optimizers for the Optimizers page (the race, the contour grid, the figures)."""
+from __future__ import annotations
+
+import numpy as np
+import streamlit as st
+
+from viz_core import optimizers as opt
+from viz_core import schedules, surfaces
+from viz_core.plots import optimizers as plots
+
+
+@st.cache_data(max_entries=64, show_spinner=False)
+def race(cfg: opt.RaceConfig) -> opt.RaceResult:
+    """The race for one configuration (a fair race includes its learning-rate grid search)."""
+    return opt.race(cfg)
+
+
+@st.cache_data(max_entries=16, show_spinner=False)
+def grid(surface_key: str) -> surfaces.SurfaceGrid:
+    return surfaces.surface_grid(surfaces.get_surface(surface_key))
+
+
+@st.cache_data(max_entries=32, show_spinner=False)
+def race_figure(cfg: opt.RaceConfig, names: dict, labels: dict):
+    """The animated contour figure of a race (labels are part of the key: one figure per language)."""
+    result, surface = race(cfg), surfaces.get_surface(cfg.surface)
+    fit = (np.array(surfaces.LINE_X), np.array(surfaces.LINE_Y)) if cfg.surface == "line_fit" else None
+    return plots.race_figure(grid(cfg.surface), result.trajectories, names, labels, x_range=surface.x_range,
+                             y_range=surface.y_range, minima=surface.minima, start=cfg.start,
+                             log_levels=surface.log_contours, fit=fit)
+
+
+@st.cache_data(max_entries=32, show_spinner=False)
+def schedule_curves(cfg: schedules.ScheduleConfig, steps: int, lr: float) -> dict[str, np.ndarray]:
+    """lr_t for every schedule kind with cfg's parameters: kind -> (steps,)."""
+    return {kind: lr * schedules.multipliers(schedules.ScheduleConfig(**{**cfg.__dict__, "kind": kind}), steps)
+            for kind in schedules.SCHEDULES}

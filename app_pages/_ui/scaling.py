@@ -1,0 +1,78 @@
+"""Scaling page: cached viz_core calls and two URL-backed widgets the shared helpers do not have."""
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import numpy as np
+import streamlit as st
+
+from app_pages import _ui as ui
+from app_pages._ui import models
+from viz_core import scaling
+
+N_SAMPLES = 10_000  # q.k samples per d_k (the API default)
+
+
+# ---------------------------------------------------------------- widgets whose value lives in the URL
+def select_slider(label: str, options: Sequence, param: str, default: Any, format_func: Callable = str,
+                  container=st, **kw):
+    """st.select_slider backed by ?param= (a log-scale slider: the options are the allowed values)."""
+    options = list(options)
+    by_text = {str(o): o for o in options}
+    key = ui._initial(param, default, lambda raw: by_text.get(raw), lambda v: v in options)
+    value = container.select_slider(label, options=options, key=key, format_func=format_func, **kw)
+    ui._publish(param, value)
+    return value
+
+
+def segmented(label: str, options: Sequence, param: str, default: Any, format_func: Callable = str,
+              container=st, **kw):
+    """st.segmented_control (one choice always selected) backed by ?param=."""
+    options = list(options)
+    by_text = {str(o): o for o in options}
+    key = ui._initial(param, default, lambda raw: by_text.get(raw), lambda v: v in options)
+    value = container.segmented_control(label, options, key=key, format_func=format_func, required=True,
+                                        selection_mode="single", **kw)
+    ui._publish(param, value)
+    return value
+
+
+# ---------------------------------------------------------------- cached computations
+@st.cache_data(show_spinner=False, max_entries=4)
+def variance_sweep(n_samples: int = N_SAMPLES, seed: int = 0) -> scaling.VarianceSweep:
+    """q.k samples for d_k = 1..4096 (one shared stream of draws, about a second once, then instant)."""
+    return scaling.variance_sweep(scaling.DK_GRID, n_samples, seed)
+
+
+@st.cache_data(show_spinner=False, max_entries=32)
+def saturation_sweep(n_keys: int, temperature: float) -> scaling.SaturationSweep:
+    return scaling.saturation_sweep(scaling.SaturationConfig(n_keys=n_keys, temperature=temperature))
+
+
+@st.cache_data(show_spinner=False, max_entries=64)
+def example_row(d_k: int, n_keys: int, seed: int = 0) -> np.ndarray:
+    return scaling.example_row(d_k, n_keys, seed)
+
+
+def model_shape() -> tuple[int, int]:
+    """(layers, heads) of the default pretrained model. Raises InputError if it cannot be loaded."""
+    m = models.default_model()
+    return m.n_layers, m.n_heads
+
+
+@st.cache_data(show_spinner=False, max_entries=32)
+def head_scores(text: str, layer: int, head: int) -> tuple[list[str], scaling.HeadScores, np.ndarray, np.ndarray]:
+    """(tokens, the head's scores with and without the scale, the model's own weights of that head, q and k).
+
+    q and k come back stacked as (2, N, d_k) for the download. Raises InputError for bad text or indices.
+    """
+    qkv = models.qkv(text, layer)
+    scores = scaling.head_scores(qkv.q, qkv.k, head)
+    return list(qkv.tokens), scores, np.array(qkv.weights[head]), np.stack([qkv.q[head], qkv.k[head]])
+
+
+@st.cache_data(show_spinner=False, max_entries=16)
+def experiment(d_k: int, steps: int) -> scaling.ExperimentResult:
+    """Train the tiny model twice (a few seconds); the same settings never train again."""
+    return scaling.train_experiment(scaling.ExperimentConfig(d_k=d_k, steps=steps))

@@ -1,0 +1,48 @@
+"""Attention page in the browser: clicking a tile of the grid opens that head; the line view isolates a token's
+lines on hover; a long input stays usable; hostile text is shown as text."""
+from __future__ import annotations
+
+import pytest
+
+from tests.browser.conftest import assert_no_exception, screenshot, wait_done
+
+pytestmark = pytest.mark.browser
+
+
+def test_grid_click_opens_head(open_page):
+    page = open_page("/?view=grid&lang=en")
+    assert_no_exception(page)
+    points = page.locator(".js-plotly-plot .scatterlayer .point")
+    assert points.count() == 6 * 12
+    box = points.nth(2 * 12 + 3).bounding_box()  # layer 2, head 3
+    page.mouse.click(box["x"] + box["width"] / 2, box["y"] + box["height"] / 2)
+    page.wait_for_timeout(500)
+    wait_done(page)
+    assert page.get_by_text("Layer 2, head 3").count() >= 1
+    screenshot(page, "attention-grid-click-opened")
+
+
+def test_line_view_hover_isolates(open_page):
+    page = open_page("/?view=lines&lang=en&head=1")
+    frame = page.frame_locator("iframe").first
+    lines = frame.locator("line")
+    n_lines = lines.count()
+    assert n_lines > 10
+    frame.locator("text.tok").nth(2).hover()  # the query token "the"... isolates its lines
+    page.wait_for_timeout(200)
+    visible = frame.locator("line:not([stroke-opacity='0'])").count()
+    assert 0 < visible < n_lines
+    screenshot(page, "attention-lines-hover")
+
+
+def test_long_input_and_hostile_text(open_page):
+    long_text = " ".join(["word"] * 700)
+    page = open_page(f"/?view=grid&lang=zh&text={long_text}", width=1200)
+    assert_no_exception(page)
+    assert page.get_by_text("截断").count() >= 1  # the truncation note
+    screenshot(page, "attention-long-grid-zh")
+    hostile = "<script>alert(1)</script> <b>bold</b> [SEP] 🙂 مرحبا 你好"
+    page = open_page("/?lang=en&text=" + hostile.replace(" ", "%20").replace("<", "%3C").replace(">", "%3E"))
+    assert_no_exception(page)
+    assert page.locator("b", has_text="bold").count() == 0  # never rendered as HTML
+    screenshot(page, "attention-hostile-text")

@@ -1,0 +1,57 @@
+"""Mechanics page in headless Chromium: every section opens from its URL (English and Chinese, wide and narrow, dark),
+and the URL state drives what is drawn. Screenshots land in artifacts/screenshots/mechanics-*.png."""
+from __future__ import annotations
+
+import pytest
+
+from tests.browser.conftest import assert_no_exception, screenshot, wait_done
+
+pytestmark = pytest.mark.browser
+
+SECTIONS = ["steps", "masks", "variants", "cross", "additive"]
+
+
+def _plots(page) -> int:
+    """Number of plotly charts once the first one has mounted (they appear a moment after the script ends)."""
+    page.wait_for_selector("[data-testid='stPlotlyChart']", timeout=30_000)
+    page.wait_for_timeout(500)
+    return page.locator("[data-testid='stPlotlyChart']").count()
+
+
+@pytest.mark.parametrize("section", SECTIONS)
+@pytest.mark.parametrize("lang,width,dark", [("en", 1400, False), ("zh", 1400, True), ("zh", 420, False)])
+def test_section_renders(open_page, section, lang, width, dark):
+    page = open_page(f"/mechanics?lang={lang}&section={section}", width=width, dark=dark)
+    assert_no_exception(page)
+    assert page.locator("[data-testid='stAlert'] [data-testid='stAlertContentError']").count() == 0
+    assert _plots(page) >= 1
+    screenshot(page, f"mechanics-{section}-{lang}-{width}{'-dark' if dark else ''}")
+
+
+def test_worked_example_values_and_bad_cell(open_page):
+    page = open_page("/mechanics?lang=en&section=steps")
+    assert _plots(page) >= 12  # X, W_q, W_k, W_v, Q, K, V, QK^T, scaled, mask, softmax, output
+    assert "1.000, 1.000, 1.000" in page.locator("[data-testid='stMain']").inner_text()
+    bad = open_page("/mechanics?lang=zh&section=steps&wk=0.1,0.3;x,0.4;0.5,0.7;0.1,0.2")
+    assert_no_exception(bad)
+    assert "不是数字" in bad.locator("[data-testid='stMain']").inner_text()
+    screenshot(bad, "mechanics-bad-cell-zh")
+
+
+def test_nan_row_demo_and_real_model(open_page):
+    page = open_page("/mechanics?lang=en&section=masks&kind=causal_padding&side=start&item=0")
+    text = page.locator("[data-testid='stMain']").inner_text()
+    assert "NaN" in text and "(4, 1, 5, 5)" in text
+    screenshot(page, "mechanics-masks-nan-en")
+    real = open_page("/mechanics?lang=en&section=steps&src=real&layer=3&head=5", timeout_ms=240_000)
+    assert_no_exception(real)
+    assert "layer 3, head 5" in real.locator("[data-testid='stMain']").inner_text()
+    screenshot(real, "mechanics-real-en")
+
+
+def test_switch_section_updates_url(open_page):
+    page = open_page("/mechanics?lang=en&section=steps")
+    page.get_by_text("MHA / GQA / MQA", exact=True).first.click()
+    wait_done(page)
+    assert "section=variants" in page.url
+    assert "KV cache" in page.locator("[data-testid='stMain']").inner_text()

@@ -1,0 +1,298 @@
+"""Figures of the optimizer race: the animated contour race, loss / distance curves, the optimizers' inner state
+and learning-rate schedules. Data in (numpy arrays, Trajectory records), go.Figure out; labels come translated."""
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+import numpy as np
+import plotly.graph_objects as go
+from plotly.subplots import make_subplots
+
+from .common import LINE_COLOURS
+
+ORDER = ("sgd", "momentum", "adagrad", "rmsprop", "adam", "adamw", "nadam")
+COLOURS = {name: LINE_COLOURS[i] for i, name in enumerate(ORDER)}
+LOG_FLOOR = 1e-16      # a loss gap of exactly 0 cannot sit on a log axis: it is drawn at this floor
+TRAIL_POINTS = 120     # an animation frame draws at most this many points of each path (the full path stays faint)
+CLICK_GRID = 41        # the invisible, clickable points for "click to set the start" (CLICK_GRID^2 points)
+
+
+def colour(name: str) -> str:
+    return COLOURS.get(name, LINE_COLOURS[-1])
+
+
+# ---------------------------------------------------------------- race figure
+def frame_steps(n_max: int, n_frames: int = 40) -> np.ndarray:
+    """The steps shown by the animation frames: 0, ..., n_max, evenly spread, at most n_frames + 1 of them."""
+    return np.unique(np.round(np.linspace(0, n_max, min(n_frames, n_max) + 1)).astype(int))
+
+
+def _trail(path: np.ndarray, s: int) -> np.ndarray:
+    """path[:s + 1], thinned to at most TRAIL_POINTS points but always ending exactly at path[s] -> (k, 2)."""
+    s = min(s, len(path) - 1)
+    idx = np.unique(np.round(np.linspace(0, s, min(s + 1, TRAIL_POINTS))).astype(int))
+    return path[idx]
+
+
+def click_grid(x_range, y_range, n: int = CLICK_GRID) -> tuple[np.ndarray, np.ndarray]:
+    """The coordinates of the clickable grid, flattened: (n*n,), (n*n,)."""
+    gx, gy = np.meshgrid(np.linspace(*x_range, n), np.linspace(*y_range, n))
+    return gx.ravel(), gy.ravel()
+
+
+def _contour(grid, labels: Mapping[str, str], log_levels: bool) -> go.Contour:
+    return go.Contour(
+        x=grid.xs, y=grid.ys, z=grid.level, customdata=grid.loss, colorscale="Viridis", ncontours=30,
+        contours=dict(coloring="heatmap", showlines=True), line=dict(width=0.5, color="rgba(255,255,255,0.35)"),
+        colorbar=dict(title=dict(text=labels["log_level"] if log_levels else labels["loss"], side="right"),
+                      thickness=12, x=1.0),
+        hovertemplate=(f"{labels['x']}: %{{x:.3f}}<br>{labels['y']}: %{{y:.3f}}<br>{labels['loss']}: "
+                       "%{customdata:.4g}<extra></extra>"), name=labels["loss"], showlegend=False)
+
+
+def _static_traces(fig, grid, x_range, y_range, minima, start, labels, log_levels: bool) -> None:
+    """Contour, the invisible click grid, minima, start point: the traces that never move (left panel)."""
+    col = 1
+    fig.add_trace(_contour(grid, labels, log_levels), row=1, col=col)
+    cx, cy = click_grid(x_range, y_range)
+    fig.add_trace(go.Scatter(
+        x=cx, y=cy, mode="markers", marker=dict(size=9, opacity=0), name="click", showlegend=False,
+        hovertemplate=f"{labels['click']}<br>(%{{x:.2f}}, %{{y:.2f}})<extra></extra>",
+        selected=dict(marker=dict(opacity=0)), unselected=dict(marker=dict(opacity=0))), row=1, col=col)
+    mins = np.asarray(minima)
+    fig.add_trace(go.Scatter(
+        x=mins[:, 0], y=mins[:, 1], mode="markers", name=labels["minimum"],
+        marker=dict(symbol="star", size=16, color="white", line=dict(color="black", width=1.5)),
+        hovertemplate=f"{labels['minimum']} (%{{x:.3f}}, %{{y:.3f}})<extra></extra>"), row=1, col=col)
+    fig.add_trace(go.Scatter(
+        x=[start[0]], y=[start[1]], mode="markers", name=labels["start"],
+        marker=dict(symbol="circle-open", size=14, color="white", line=dict(width=3)),
+        hovertemplate=f"{labels['start']} (%{{x:.3f}}, %{{y:.3f}})<extra></extra>"), row=1, col=col)
+
+
+def _path_traces(trajs, names: Mapping[str, str], s: int) -> list[go.Scatter]:
+    """For every racer: the trail up to step s and its current position (the moving head)."""
+    traces = []
+    for tr in trajs:
+        trail = _trail(tr.path, s)                                      # (k, 2)
+        traces.append(go.Scatter(x=trail[:, 0], y=trail[:, 1], mode="lines", line=dict(color=colour(tr.name),
+                                 width=2.5), name=names[tr.name], legendgroup=tr.name, hoverinfo="skip"))
+    for tr in trajs:
+        k = min(s, tr.n_steps)
+        traces.append(go.Scatter(
+            x=[tr.path[k, 0]], y=[tr.path[k, 1]], mode="markers", legendgroup=tr.name, showlegend=False,
+            marker=dict(size=11, color=colour(tr.name), line=dict(color="white", width=1.5)),
+            hovertemplate=f"{names[tr.name]}<br>t = {k}<br>(%{{x:.4f}}, %{{y:.4f}})<extra></extra>"))
+    return traces
+
+
+def _fit_traces(trajs, names, s: int, fit_x: np.ndarray) -> list[go.Scatter]:
+    """Line-fit panel: each racer's current line w x + b at step s."""
+    xs = np.array([fit_x.min() - 0.5, fit_x.max() + 0.5])
+    out = []
+    for tr in trajs:
+        w, b = tr.path[min(s, tr.n_steps)]
+        out.append(go.Scatter(x=xs, y=w * xs + b, mode="lines", line=dict(color=colour(tr.name), width=2),
+                              legendgroup=tr.name, showlegend=False,
+                              hovertemplate=f"{names[tr.name]}: y = {w:.3f} x + {b:.3f}<extra></extra>"))
+    return out
+
+
+def race_figure(grid, trajs: Sequence, names: Mapping[str, str], labels: Mapping[str, str], *,
+                x_range, y_range, minima, start, log_levels: bool = True,
+                fit: tuple[np.ndarray, np.ndarray] | None = None,
+                n_frames: int = 40, frame_ms: int = 60, height: int = 560) -> go.Figure:
+    """Contour of the surface with every trajectory, animated: play / pause buttons and a step slider.
+
+    The full paths are drawn faintly; the frames move each racer's head and redraw its trail up to that step.
+    fit=(x, y) adds a second panel with the data points and each racer's current line (the line-fit surface).
+    The figure opens on the last frame (the whole race); Play replays it from step 0.
+    """
+    cols = 2 if fit is not None else 1
+    fig = make_subplots(rows=1, cols=cols, column_widths=[0.6, 0.4] if fit is not None else None,
+                        subplot_titles=(labels["contour_title"], labels["fit_title"]) if fit is not None else None,
+                        horizontal_spacing=0.12)
+    _static_traces(fig, grid, x_range, y_range, minima, start, labels, log_levels)
+    for tr in trajs:
+        fig.add_trace(go.Scatter(x=tr.path[:, 0], y=tr.path[:, 1], mode="lines", opacity=0.3, hoverinfo="skip",
+                                 line=dict(color=colour(tr.name), width=1.5), showlegend=False,
+                                 legendgroup=tr.name), row=1, col=1)
+    if fit is not None:
+        fx, fy = fit
+        fig.add_trace(go.Scatter(x=fx, y=fy, mode="markers", name=labels["data"],
+                                 marker=dict(size=10, color="black", symbol="x")), row=1, col=2)
+    n_static = len(fig.data)
+    n_max = max((tr.n_steps for tr in trajs), default=0)
+    steps = frame_steps(n_max, n_frames)
+    for trace in _frame_data(trajs, names, n_max, fit):
+        fig.add_trace(trace, row=1, col=2 if trace.meta == "fit" else 1)
+    moving = list(range(n_static, len(fig.data)))
+    fig.frames = [go.Frame(data=_frame_data(trajs, names, int(s), fit), traces=moving, name=str(int(s)))
+                  for s in steps]
+    _animation_controls(fig, steps, labels, frame_ms)
+    _race_axes(fig, x_range, y_range, labels, fit)
+    fig.update_layout(height=height, margin=dict(l=10, r=10, t=60, b=10), hovermode="closest",
+                      legend=dict(orientation="h", yanchor="bottom", y=1.02, x=0), dragmode="pan",
+                      uirevision="race", title=dict(text=labels.get("title", "")))
+    return fig
+
+
+def _frame_data(trajs, names, s: int, fit) -> list[go.Scatter]:
+    data = _path_traces(trajs, names, s)
+    if fit is not None:
+        for trace in _fit_traces(trajs, names, s, fit[0]):
+            trace.update(meta="fit", xaxis="x2", yaxis="y2")
+            data.append(trace)
+    return data
+
+
+def _animation_controls(fig: go.Figure, steps: np.ndarray, labels, frame_ms: int) -> None:
+    play = dict(frame=dict(duration=frame_ms, redraw=False), transition=dict(duration=0), fromcurrent=False,
+                mode="immediate")
+    pause = dict(frame=dict(duration=0, redraw=False), transition=dict(duration=0), mode="immediate")
+    fig.update_layout(
+        updatemenus=[dict(type="buttons", direction="left", x=0, y=-0.08, xanchor="left", yanchor="top",
+                          pad=dict(t=0, r=10), showactive=False,
+                          buttons=[dict(label="▶ " + labels["play"], method="animate", args=[None, play]),
+                                   dict(label="⏸ " + labels["pause"], method="animate", args=[[None], pause])])],
+        sliders=[dict(active=len(steps) - 1, x=0.22, len=0.78, y=-0.05, yanchor="top", pad=dict(t=0, b=0),
+                      currentvalue=dict(prefix=labels["step"] + ": ", visible=True),
+                      steps=[dict(label=str(int(s)), method="animate",
+                                  args=[[str(int(s))], dict(mode="immediate", frame=dict(duration=0, redraw=False),
+                                                            transition=dict(duration=0))]) for s in steps])])
+
+
+def _race_axes(fig, x_range, y_range, labels, fit) -> None:
+    fig.update_xaxes(title_text=labels["x"], range=list(x_range), row=1, col=1, showgrid=False)
+    fig.update_yaxes(title_text=labels["y"], range=list(y_range), row=1, col=1, showgrid=False)
+    if fit is not None:
+        fx, fy = fit
+        fig.update_xaxes(title_text=labels["fit_x"], range=[fx.min() - 0.5, fx.max() + 0.5], row=1, col=2)
+        fig.update_yaxes(title_text=labels["fit_y"], range=[min(fy.min(), 0) - 2, fy.max() + 3], row=1, col=2)
+
+
+# ---------------------------------------------------------------- curves over the steps
+def _curve_figure(title: str, y_title: str, x_title: str, height: int = 360) -> go.Figure:
+    fig = go.Figure()
+    fig.update_layout(title=dict(text=title), height=height, margin=dict(l=10, r=10, t=50, b=10),
+                      legend=dict(orientation="h", yanchor="bottom", y=1.0, x=0), hovermode="x unified")
+    fig.update_xaxes(title_text=x_title)
+    fig.update_yaxes(title_text=y_title, type="log", exponentformat="power")
+    return fig
+
+
+def _add_divergence_mark(fig, tr, x: int, y: float, label: str, **where) -> None:
+    fig.add_trace(go.Scatter(x=[x], y=[y], mode="markers", marker=dict(symbol="x", size=12, color=colour(tr.name)),
+                             legendgroup=tr.name, showlegend=False, name=label,
+                             hovertemplate=f"{label}: t = {x}<extra></extra>"), **where)
+
+
+def loss_figure(trajs: Sequence, names: Mapping[str, str], f_min: float, labels: Mapping[str, str]) -> go.Figure:
+    """Loss above the minimum, f(theta_t) - f*, against the step t, on a log axis (a crossed mark: diverged)."""
+    fig = _curve_figure(labels["loss_title"], labels["loss_gap"], labels["step"])
+    for tr in trajs:
+        gap = np.maximum(tr.loss - f_min, LOG_FLOOR)                     # (n + 1,), inf where it overflowed
+        ok = np.isfinite(gap)
+        t = np.arange(len(gap))
+        fig.add_trace(go.Scatter(x=t[ok], y=gap[ok], mode="lines", name=names[tr.name], legendgroup=tr.name,
+                                 line=dict(color=colour(tr.name), width=2), hovertemplate="%{y:.3e}"))
+        if tr.diverged_at is not None and ok.any():
+            _add_divergence_mark(fig, tr, int(t[ok][-1]), float(gap[ok][-1]), labels["diverged"])
+    return fig
+
+
+def distance_figure(trajs: Sequence, names: Mapping[str, str], distances: Mapping[str, np.ndarray],
+                    labels: Mapping[str, str]) -> go.Figure:
+    """Distance ||theta_t - theta*|| to the nearest minimum against the step, log axis."""
+    fig = _curve_figure(labels["dist_title"], labels["distance"], labels["step"])
+    for tr in trajs:
+        d = np.maximum(distances[tr.name], LOG_FLOOR)
+        fig.add_trace(go.Scatter(x=np.arange(len(d)), y=d, mode="lines", name=names[tr.name], legendgroup=tr.name,
+                                 line=dict(color=colour(tr.name), width=2), hovertemplate="%{y:.3e}"))
+        if tr.diverged_at is not None:
+            _add_divergence_mark(fig, tr, len(d) - 1, float(d[-1]), labels["diverged"])
+    return fig
+
+
+def step_size_figure(trajs: Sequence, names: Mapping[str, str], labels: Mapping[str, str]) -> go.Figure:
+    """2 x 2 panels: rows = coordinate (x, y); columns = effective learning rate, length of the step taken."""
+    fig = make_subplots(rows=2, cols=2, shared_xaxes=True, vertical_spacing=0.1, horizontal_spacing=0.1,
+                        subplot_titles=(f"{labels['eff_lr']} ({labels['x']})", f"|Δθ| ({labels['x']})",
+                                        f"{labels['eff_lr']} ({labels['y']})", f"|Δθ| ({labels['y']})"))
+    for tr in trajs:
+        t = np.arange(1, tr.n_steps + 1)
+        for row in (1, 2):
+            for col, values in ((1, tr.eff_lr[:, row - 1]), (2, np.abs(tr.deltas[:, row - 1]))):
+                fig.add_trace(go.Scatter(
+                    x=t, y=np.maximum(values, LOG_FLOOR), mode="lines", name=names[tr.name], legendgroup=tr.name,
+                    showlegend=(row, col) == (1, 1), line=dict(color=colour(tr.name), width=2),
+                    hovertemplate=f"{names[tr.name]}: %{{y:.3e}}<extra></extra>"), row=row, col=col)
+    fig.update_yaxes(type="log", exponentformat="power")
+    fig.update_xaxes(title_text=labels["step"], row=2)
+    fig.update_layout(height=560, margin=dict(l=10, r=10, t=70, b=10),
+                      legend=dict(orientation="h", yanchor="bottom", y=1.06, x=0))
+    return fig
+
+
+# Which buffers to draw for each optimizer, as (panel, [(state key, dash)]) rows below the gradient row.
+STATE_ROWS = {
+    "sgd": [],
+    "momentum": [("velocity", [("velocity", "solid")])],
+    "adagrad": [("sum_sq", [("sum_sq", "solid")])],
+    "rmsprop": [("square_avg", [("square_avg", "solid")])],
+    "adam": [("m", [("m", "dot"), ("m_hat", "solid")]), ("v", [("v", "dot"), ("v_hat", "solid")])],
+    "adamw": [("m", [("m", "solid")]), ("v", [("v", "dot"), ("v_hat", "solid")])],
+    "nadam": [("m", [("m", "solid")]), ("v", [("v", "dot"), ("v_hat", "solid")])],
+}
+LOG_STATES = {"sum_sq", "square_avg", "v"}    # positive buffers: log axis
+
+
+def state_figure(tr, state_names: Mapping[str, str], labels: Mapping[str, str]) -> go.Figure:
+    """One racer's inner state over the steps, per coordinate: gradient, its buffers, effective learning rate."""
+    rows = [("grad", [("grad", "solid")])] + STATE_ROWS[tr.name] + [("eff_lr", [("eff_lr", "solid")])]
+    fig = make_subplots(rows=len(rows), cols=1, shared_xaxes=True, vertical_spacing=0.06,
+                        subplot_titles=[state_names[panel] for panel, _ in rows])
+    t = np.arange(1, tr.n_steps + 1)
+    series = {"grad": tr.grads, "eff_lr": tr.eff_lr, **tr.state}
+    for r, (panel, keys) in enumerate(rows, start=1):
+        for key, dash in keys:
+            for c, coord in enumerate((labels["x"], labels["y"])):
+                fig.add_trace(go.Scatter(
+                    x=t, y=series[key][:, c], mode="lines", name=f"{state_names[key]} · {coord}",
+                    line=dict(color=LINE_COLOURS[c], dash=dash, width=2), legendgroup=f"{key}{c}",
+                    hovertemplate=f"{state_names[key]} ({coord}): %{{y:.4g}}<extra></extra>"), row=r, col=1)
+        if panel in LOG_STATES or panel == "eff_lr":
+            fig.update_yaxes(type="log", exponentformat="power", row=r, col=1)
+    fig.update_xaxes(title_text=labels["step"], row=len(rows), col=1)
+    fig.update_layout(height=200 + 190 * len(rows), margin=dict(l=10, r=10, t=60, b=10),
+                      title=dict(text=labels["state_title"]), legend=dict(orientation="h", y=-0.08, yanchor="top"))
+    return fig
+
+
+# ---------------------------------------------------------------- schedules
+def schedule_figure(curves: Mapping[str, np.ndarray], chosen: str, labels: Mapping[str, str]) -> go.Figure:
+    """Learning rate against the step for every schedule (label -> (steps,)); the chosen one drawn bold."""
+    fig = go.Figure()
+    for i, (name, lr) in enumerate(curves.items()):
+        bold = name == chosen
+        fig.add_trace(go.Scatter(x=np.arange(1, len(lr) + 1), y=lr, mode="lines", name=name,
+                                 line=dict(color=LINE_COLOURS[i], width=4 if bold else 1.5,
+                                           dash="solid" if bold else "dot")))
+    fig.update_layout(title=dict(text=labels["sched_title"]), height=340, margin=dict(l=10, r=10, t=50, b=10),
+                      legend=dict(orientation="h", yanchor="bottom", y=1.0, x=0), hovermode="x unified")
+    fig.update_xaxes(title_text=labels["step"])
+    fig.update_yaxes(title_text=labels["lr"], rangemode="tozero")
+    return fig
+
+
+def transformer_schedule_figure(steps: np.ndarray, curves: Mapping[str, np.ndarray],
+                                labels: Mapping[str, str]) -> go.Figure:
+    """The paper's lr = d_model^-0.5 min(t^-0.5, t warmup^-1.5) for a few (d_model, warmup) pairs."""
+    fig = go.Figure()
+    for i, (name, lr) in enumerate(curves.items()):
+        fig.add_trace(go.Scatter(x=steps, y=lr, mode="lines", name=name, line=dict(color=LINE_COLOURS[i], width=2)))
+    fig.update_layout(title=dict(text=labels["paper_title"]), height=340, margin=dict(l=10, r=10, t=50, b=10),
+                      legend=dict(orientation="h", yanchor="bottom", y=1.0, x=0), hovermode="x unified")
+    fig.update_xaxes(title_text=labels["step"])
+    fig.update_yaxes(title_text=labels["lr"], rangemode="tozero", exponentformat="e")
+    return fig

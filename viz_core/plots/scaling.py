@@ -1,0 +1,124 @@
+"""Figures of the Scaling page: data in, go.Figure out. Every label arrives already translated."""
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+import plotly.graph_objects as go
+from plotly.subplots import make_subplots
+
+from .common import LINE_COLOURS
+
+UNSCALED_COLOUR, SCALED_COLOUR = LINE_COLOURS[3], LINE_COLOURS[0]  # red: q.k as is; blue: q.k / sqrt(d_k)
+REFERENCE_COLOUR = "#7f7f7f"
+JACOBIAN_BOUND = 0.25  # |J_ij| <= 1/4 for every softmax: p(1 - p) <= 1/4 and p_i p_j <= 1/4
+
+
+def _layout(fig: go.Figure, title: str, height: int = 360) -> go.Figure:
+    fig.update_layout(title=dict(text=title), height=height, margin=dict(l=10, r=10, t=60, b=10),
+                      legend=dict(orientation="h", yanchor="bottom", y=1.0, xanchor="left", x=0))
+    return fig
+
+
+def histogram(values: np.ndarray, *, name: str, colour: str, x_title: str, y_title: str, title: str,
+              theory_variance: float | None = None, theory_name: str = "", bins: int = 60) -> go.Figure:
+    """Histogram of values as a probability density, with the N(0, theory_variance) density drawn over it."""
+    values = np.asarray(values, dtype=float).ravel()
+    fig = go.Figure(go.Histogram(x=values, nbinsx=bins, histnorm="probability density", name=name,
+                                 marker_color=colour, opacity=0.75,
+                                 hovertemplate=f"{x_title}: %{{x}}<br>{y_title}: %{{y:.4g}}<extra></extra>"))
+    if theory_variance is not None and values.size:
+        half = max(np.abs(values).max(), 4 * np.sqrt(theory_variance))
+        x = np.linspace(-half, half, 301)
+        pdf = np.exp(-0.5 * x ** 2 / theory_variance) / np.sqrt(2 * np.pi * theory_variance)
+        fig.add_trace(go.Scatter(x=x, y=pdf, mode="lines", name=theory_name, line=dict(color=REFERENCE_COLOUR,
+                                 dash="dash", width=2), hovertemplate=f"{x_title}: %{{x:.3g}}<extra></extra>"))
+    fig.update_xaxes(title_text=x_title)
+    fig.update_yaxes(title_text=y_title)
+    return _layout(fig, title)
+
+
+def variance_curve(d_ks: np.ndarray, var_unscaled: np.ndarray, var_scaled: np.ndarray, current_dk: int, *,
+                   names: tuple[str, str, str, str], x_title: str, y_title: str, title: str) -> go.Figure:
+    """Measured Var(q.k) and Var(q.k / sqrt(d_k)) over d_k (log-log), with the theory lines d_k and 1.
+
+    names: (measured unscaled, theory d_k, measured scaled, theory 1).
+    """
+    d = np.asarray(d_ks, dtype=float)
+    fig = go.Figure()
+    for y, name, colour in ((var_unscaled, names[0], UNSCALED_COLOUR), (var_scaled, names[2], SCALED_COLOUR)):
+        fig.add_trace(go.Scatter(x=d, y=y, mode="markers", name=name, marker=dict(color=colour, size=9),
+                                 hovertemplate="d_k = %{x}<br>Var = %{y:.4g}<extra></extra>"))
+    for y, name, colour in ((d, names[1], UNSCALED_COLOUR), (np.ones_like(d), names[3], SCALED_COLOUR)):
+        fig.add_trace(go.Scatter(x=d, y=y, mode="lines", name=name, line=dict(color=colour, dash="dash"),
+                                 hoverinfo="skip"))
+    fig.add_vline(x=current_dk, line=dict(color=REFERENCE_COLOUR, dash="dot"))
+    fig.update_xaxes(title_text=x_title, type="log", dtick=np.log10(2) * 2, tickformat="d")
+    fig.update_yaxes(title_text=y_title, type="log")
+    return _layout(fig, title, height=380)
+
+
+def saturation_curve(d_ks: np.ndarray, unscaled: np.ndarray, scaled: np.ndarray, current_dk: int, *,
+                     names: tuple[str, str], x_title: str, y_title: str, title: str,
+                     reference: float | None = None, reference_name: str = "",
+                     threshold: float | None = None, threshold_name: str = "") -> go.Figure:
+    """One softmax statistic (mean over rows) against d_k on a log axis, unscaled vs scaled.
+
+    reference: the value for a uniform row (dashed); threshold: the saturation level (dotted), if any.
+    """
+    d = np.asarray(d_ks, dtype=float)
+    fig = go.Figure()
+    for y, name, colour in ((unscaled, names[0], UNSCALED_COLOUR), (scaled, names[1], SCALED_COLOUR)):
+        fig.add_trace(go.Scatter(x=d, y=y, mode="lines+markers", name=name, line=dict(color=colour),
+                                 hovertemplate=f"d_k = %{{x}}<br>{y_title} = %{{y:.4f}}<extra></extra>"))
+    for level, name, dash in ((reference, reference_name, "dash"), (threshold, threshold_name, "dot")):
+        if level is not None:
+            fig.add_trace(go.Scatter(x=[d[0], d[-1]], y=[level, level], mode="lines", name=name,
+                                     line=dict(color=REFERENCE_COLOUR, dash=dash), hoverinfo="skip"))
+    fig.add_vline(x=current_dk, line=dict(color=REFERENCE_COLOUR, dash="dot", width=1))
+    fig.update_xaxes(title_text=x_title, type="log", dtick=np.log10(2) * 2, tickformat="d")
+    fig.update_yaxes(title_text=y_title, rangemode="tozero")
+    return _layout(fig, title, height=340)
+
+
+def probability_bars(p_unscaled: np.ndarray, p_scaled: np.ndarray, *, names: tuple[str, str],
+                     x_title: str, y_title: str, title: str) -> go.Figure:
+    """The softmax of one row of logits, unscaled and scaled, as grouped bars over the key index (y fixed 0..1)."""
+    j = np.arange(len(p_unscaled))
+    fig = go.Figure()
+    for p, name, colour in ((p_unscaled, names[0], UNSCALED_COLOUR), (p_scaled, names[1], SCALED_COLOUR)):
+        fig.add_trace(go.Bar(x=j, y=p, name=name, marker_color=colour,
+                             hovertemplate=f"{x_title} %{{x}}<br>{y_title} = %{{y:.4f}}<extra></extra>"))
+    fig.update_layout(barmode="group", bargap=0.15)
+    fig.update_xaxes(title_text=x_title)
+    fig.update_yaxes(title_text=y_title, range=[0, 1.02])
+    return _layout(fig, title, height=320)
+
+
+def loss_curves(unscaled: Sequence[float], scaled: Sequence[float], unscaled_w: Sequence[float],
+                scaled_w: Sequence[float], *, panel_titles: tuple[str, str], x_title: str, loss_title: str,
+                weight_title: str, chance: float, chance_name: str, title: str) -> go.Figure:
+    """Training loss (top) and mean largest attention weight (bottom) per step, unscaled left, scaled right.
+
+    Both columns share their y axes so the curves compare directly; chance = log(n_values), the loss of a guess.
+    """
+    fig = make_subplots(rows=2, cols=2, shared_yaxes="rows", shared_xaxes=True, subplot_titles=panel_titles,
+                        vertical_spacing=0.08, horizontal_spacing=0.04, row_heights=[0.65, 0.35])
+    for col, (loss, w, colour) in enumerate(((unscaled, unscaled_w, UNSCALED_COLOUR),
+                                              (scaled, scaled_w, SCALED_COLOUR)), start=1):
+        steps = np.arange(1, len(loss) + 1)
+        fig.add_trace(go.Scatter(x=steps, y=loss, mode="lines", line=dict(color=colour), showlegend=False,
+                                 name=panel_titles[col - 1],
+                                 hovertemplate=f"{x_title} %{{x}}<br>{loss_title} = %{{y:.4f}}<extra></extra>"),
+                      row=1, col=col)
+        fig.add_trace(go.Scatter(x=steps, y=w, mode="lines", line=dict(color=colour, dash="dot"), showlegend=False,
+                                 name=panel_titles[col - 1],
+                                 hovertemplate=f"{x_title} %{{x}}<br>{weight_title} = %{{y:.3f}}<extra></extra>"),
+                      row=2, col=col)
+        fig.add_trace(go.Scatter(x=[1, max(len(loss), 1)], y=[chance, chance], mode="lines", name=chance_name,
+                                 line=dict(color=REFERENCE_COLOUR, dash="dash"), showlegend=col == 1,
+                                 hoverinfo="skip"), row=1, col=col)
+        fig.update_xaxes(title_text=x_title, row=2, col=col)
+    fig.update_yaxes(title_text=loss_title, rangemode="tozero", row=1, col=1)
+    fig.update_yaxes(title_text=weight_title, range=[0, 1.05], row=2, col=1)
+    return _layout(fig, title, height=520)
