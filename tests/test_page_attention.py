@@ -75,3 +75,41 @@ def test_unknown_model_falls_back(monkeypatch):
     assert_clean(at)
     assert at.error and "could not be loaded" in at.error[0].value
     assert len(_plots(at)) == 1  # the default model keeps working
+
+
+@pytest.fixture(scope="module")
+def tiny_folders(tmp_path_factory):
+    """Tiny random GPT-2 and T5 saved as local folders (safetensors), with the packaged BERT tokenizer."""
+    import torch
+    from transformers import AutoTokenizer, GPT2Config, GPT2Model, T5Config, T5Model
+
+    from viz_core.pretrained import default_model_path
+    tok = AutoTokenizer.from_pretrained(default_model_path())
+    torch.manual_seed(0)
+    models = {"gpt2": GPT2Model(GPT2Config(vocab_size=30522, n_embd=32, n_layer=2, n_head=4, n_positions=64)),
+              "t5": T5Model(T5Config(vocab_size=30522, d_model=32, d_kv=8, d_ff=64, num_layers=2, num_heads=4,
+                                     decoder_start_token_id=0, pad_token_id=0))}
+    paths = {}
+    for name, model in models.items():
+        path = tmp_path_factory.mktemp(name)
+        model.save_pretrained(path, safe_serialization=True)
+        tok.save_pretrained(path)
+        paths[name] = str(path)
+    return paths
+
+
+def test_decoder_only_model_shows_causal_note(tiny_folders):
+    at = run_page("attention", {"lang": "en", "model": tiny_folders["gpt2"]})
+    assert_clean(at)
+    assert "decoder-only (causal)" in at.markdown[0].value
+    assert any("Causal pattern" in c.value for c in at.caption)
+    assert not at.get("text_area")[1:] or "Text B" not in at.text_area[-1].label  # no sentence-pair box
+
+
+@pytest.mark.parametrize("part", ["encoder", "decoder", "cross"])
+def test_encoder_decoder_model_has_three_maps(tiny_folders, part):
+    at = run_page("attention", {"lang": "zh", "model": tiny_folders["t5"], "part": part, "view": "head"})
+    assert_clean(at)
+    assert at.radio(key="attention.part").value == part
+    assert len(at.text_area) == 2  # source text and decoder target text
+    assert len(at.get("plotly_chart")) == 1
