@@ -23,32 +23,35 @@ def head_heatmap(w: np.ndarray, q_tokens: Sequence[str], k_tokens: Sequence[str]
                           zmax=zmax if zmax else None)
 
 
-def _mosaic(weights: np.ndarray, size: int, gap: int = 1) -> np.ndarray:
-    """(L, H, N, N) -> one (L*(s+gap)-gap, H*(s+gap)-gap) image of thumbnails, NaN in the gaps."""
+def _mosaic(weights: np.ndarray, size: int, zmax: float) -> np.ndarray:
+    """(L, H, N, N) -> one (L*s, H*s) uint8 image of thumbnails, 255 = zmax: 1 byte a cell keeps the page light."""
     n_layers, n_heads = weights.shape[:2]
     s = min(size, weights.shape[-1])
-    img = np.full((n_layers * (s + gap) - gap, n_heads * (s + gap) - gap), np.nan, dtype=np.float32)
+    img = np.zeros((n_layers * s, n_heads * s), dtype=np.float32)
     for layer in range(n_layers):
         for head in range(n_heads):
-            tile = thumbnail(weights[layer, head], s)
-            r, c = layer * (s + gap), head * (s + gap)
-            img[r:r + tile.shape[0], c:c + tile.shape[1]] = tile
-    return img
+            img[layer * s:(layer + 1) * s, head * s:(head + 1) * s] = thumbnail(weights[layer, head], s)
+    return np.round(np.clip(img / zmax, 0, 1) * 255).astype(np.uint8)
 
 
 def model_grid(weights: np.ndarray, *, thumb: int = 32, layer_label: str = "layer", head_label: str = "head",
                hover_hint: str = "", selected: tuple[int, int] | None = None, auto_scale: bool = False) -> go.Figure:
-    """Every layer x head as a small heatmap, drawn as one light image (thumbnails downsampled to thumb x thumb).
+    """Every layer x head as a small heatmap, drawn as one light image (thumbnails of at most thumb x thumb cells,
+    quantised to 256 colour levels) with grey separators.
 
     A transparent marker sits on each tile so hovering names the head and clicking selects it.
     """
     n_layers, n_heads, n, _ = weights.shape
-    s, gap = min(thumb, n), max(1, min(thumb, n) // 8)
-    img = _mosaic(weights, s, gap)
-    centre = lambda i: i * (s + gap) + (s - 1) / 2  # noqa: E731
-    zmax = float(np.nanmax(img)) if auto_scale else 1.0
-    fig = go.Figure(go.Heatmap(z=img, colorscale=PROB_SCALE, zmin=0, zmax=zmax or 1.0, hoverinfo="skip",
-                               showscale=True, colorbar=dict(thickness=10)))
+    s = min(thumb, n)
+    zmax = 1.0
+    if auto_scale:
+        zmax = max(float(thumbnail(weights[i, j], s).max()) for i in range(n_layers) for j in range(n_heads)) or 1.0
+    img = _mosaic(weights, s, zmax)
+    centre = lambda i: i * s + (s - 1) / 2  # noqa: E731
+    ticks = np.linspace(0, 255, 6)
+    fig = go.Figure(go.Heatmap(z=img, colorscale=PROB_SCALE, zmin=0, zmax=255, hoverinfo="skip",
+                               colorbar=dict(thickness=10, tickvals=ticks, ticktext=[f"{v:.2g}" for v in
+                                                                                      ticks / 255 * zmax])))
     ll, hh = np.meshgrid(np.arange(n_layers), np.arange(n_heads), indexing="ij")
     fig.add_trace(go.Scatter(
         x=centre(hh.ravel()), y=centre(ll.ravel()), mode="markers", showlegend=False,
@@ -56,11 +59,16 @@ def model_grid(weights: np.ndarray, *, thumb: int = 32, layer_label: str = "laye
         marker=dict(symbol="square", size=max(8, min(60, 700 // max(n_heads, 1) - 6)), opacity=0.0),
         hovertemplate=f"{layer_label} %{{customdata[0]}} · {head_label} %{{customdata[1]}}"
                       f"<br>{hover_hint}<extra></extra>"))
+    separator = dict(color="rgba(128,128,128,0.85)", width=2)
+    for h in range(1, n_heads):
+        fig.add_shape(type="line", x0=h * s - 0.5, x1=h * s - 0.5, y0=-0.5, y1=n_layers * s - 0.5, line=separator)
+    for layer in range(1, n_layers):
+        fig.add_shape(type="line", y0=layer * s - 0.5, y1=layer * s - 0.5, x0=-0.5, x1=n_heads * s - 0.5,
+                      line=separator)
     if selected is not None:
         l_sel, h_sel = selected
-        fig.add_shape(type="rect", x0=h_sel * (s + gap) - 0.5 - gap / 2, x1=h_sel * (s + gap) + s - 0.5 + gap / 2,
-                      y0=l_sel * (s + gap) - 0.5 - gap / 2, y1=l_sel * (s + gap) + s - 0.5 + gap / 2,
-                      line=dict(color="#e4572e", width=3))
+        fig.add_shape(type="rect", x0=h_sel * s - 0.5, x1=(h_sel + 1) * s - 0.5, y0=l_sel * s - 0.5,
+                      y1=(l_sel + 1) * s - 0.5, line=dict(color="#e4572e", width=3))
     fig.update_xaxes(tickmode="array", tickvals=[centre(h) for h in range(n_heads)],
                      ticktext=[str(h) for h in range(n_heads)], title_text=head_label, side="top", showgrid=False,
                      zeroline=False)

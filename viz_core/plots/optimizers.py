@@ -13,7 +13,7 @@ from .common import LINE_COLOURS
 ORDER = ("sgd", "momentum", "adagrad", "rmsprop", "adam", "adamw", "nadam")
 COLOURS = {name: LINE_COLOURS[i] for i, name in enumerate(ORDER)}
 LOG_FLOOR = 1e-16      # a loss gap of exactly 0 cannot sit on a log axis: it is drawn at this floor
-TRAIL_POINTS = 120     # an animation frame draws at most this many points of each path (the full path stays faint)
+TRAIL_POINTS = 400     # a frame draws at most this many points of a trail (beyond: thinned; the full path stays faint)
 CLICK_GRID = 41        # the invisible, clickable points for "click to set the start" (CLICK_GRID^2 points)
 
 
@@ -37,12 +37,13 @@ def _trail(path: np.ndarray, s: int) -> np.ndarray:
 def click_grid(x_range, y_range, n: int = CLICK_GRID) -> tuple[np.ndarray, np.ndarray]:
     """The coordinates of the clickable grid, flattened: (n*n,), (n*n,)."""
     gx, gy = np.meshgrid(np.linspace(*x_range, n), np.linspace(*y_range, n))
-    return gx.ravel(), gy.ravel()
+    return gx.ravel().astype(np.float32), gy.ravel().astype(np.float32)
 
 
 def _contour(grid, labels: Mapping[str, str], log_levels: bool) -> go.Contour:
     return go.Contour(
-        x=grid.xs, y=grid.ys, z=grid.level, customdata=grid.loss, colorscale="Viridis", ncontours=30,
+        x=grid.xs, y=grid.ys, z=grid.level.astype(np.float32), customdata=grid.loss.astype(np.float32),
+        colorscale="Viridis", ncontours=30,
         contours=dict(coloring="heatmap", showlines=True), line=dict(width=0.5, color="rgba(255,255,255,0.35)"),
         colorbar=dict(title=dict(text=labels["log_level"] if log_levels else labels["loss"], side="right"),
                       thickness=12, x=1.0),
@@ -66,7 +67,7 @@ def _static_traces(fig, grid, x_range, y_range, minima, start, labels, log_level
         hovertemplate=f"{labels['minimum']} (%{{x:.3f}}, %{{y:.3f}})<extra></extra>"), row=1, col=col)
     fig.add_trace(go.Scatter(
         x=[start[0]], y=[start[1]], mode="markers", name=labels["start"],
-        marker=dict(symbol="circle-open", size=14, color="white", line=dict(width=3)),
+        marker=dict(symbol="circle", size=13, color="white", line=dict(color="black", width=2)),
         hovertemplate=f"{labels['start']} (%{{x:.3f}}, %{{y:.3f}})<extra></extra>"), row=1, col=col)
 
 
@@ -123,26 +124,41 @@ def race_figure(grid, trajs: Sequence, names: Mapping[str, str], labels: Mapping
                                  marker=dict(size=10, color="black", symbol="x")), row=1, col=2)
     n_static = len(fig.data)
     n_max = max((tr.n_steps for tr in trajs), default=0)
+    for trace in _path_traces(trajs, names, n_max):
+        fig.add_trace(trace, row=1, col=1)
+    if fit is not None:
+        for trace in _fit_traces(trajs, names, n_max, fit[0]):
+            fig.add_trace(trace, row=1, col=2)
     steps = frame_steps(n_max, n_frames)
-    for trace in _frame_data(trajs, names, n_max, fit):
-        fig.add_trace(trace, row=1, col=2 if trace.meta == "fit" else 1)
     moving = list(range(n_static, len(fig.data)))
-    fig.frames = [go.Frame(data=_frame_data(trajs, names, int(s), fit), traces=moving, name=str(int(s)))
-                  for s in steps]
+    _set_frames(fig, [go.Frame(data=_frame_xy(trajs, int(s), fit), traces=moving, name=str(int(s)), _validate=False)
+                      for s in steps])
     _animation_controls(fig, steps, labels, frame_ms)
     _race_axes(fig, x_range, y_range, labels, fit)
-    fig.update_layout(height=height, margin=dict(l=10, r=10, t=60, b=10), hovermode="closest",
+    fig.update_layout(height=height, margin=dict(l=10, r=10, t=60, b=110), hovermode="closest",
                       legend=dict(orientation="h", yanchor="bottom", y=1.02, x=0), dragmode="pan",
-                      uirevision="race", title=dict(text=labels.get("title", "")))
+                      title=dict(text=labels.get("title", "")))
     return fig
 
 
-def _frame_data(trajs, names, s: int, fit) -> list[go.Scatter]:
-    data = _path_traces(trajs, names, s)
+def _set_frames(fig: go.Figure, frames: list[go.Frame]) -> None:
+    """Attach frames without plotly re-validating every point of every frame (about 1 s for a race; the frames
+    hold plain x / y arrays built here). Falls back to the public, validating setter if plotly's internals move."""
+    if isinstance(getattr(fig, "_frame_objs", None), (list, tuple)):
+        fig._frame_objs = list(frames)
+    else:  # pragma: no cover - other plotly versions
+        fig.frames = frames
+
+
+def _frame_xy(trajs, s: int, fit) -> list[dict]:
+    """The moving traces of one frame, coordinates only (styles stay from the figure): trails, heads, fit lines."""
+    trails = [_trail(tr.path, s) for tr in trajs]                                 # each (k, 2)
+    heads = [tr.path[min(s, tr.n_steps)] for tr in trajs]                         # each (2,)
+    data = [dict(type="scatter", x=tr[:, 0].astype(np.float32), y=tr[:, 1].astype(np.float32)) for tr in trails]
+    data += [dict(type="scatter", x=[float(h[0])], y=[float(h[1])]) for h in heads]
     if fit is not None:
-        for trace in _fit_traces(trajs, names, s, fit[0]):
-            trace.update(meta="fit", xaxis="x2", yaxis="y2")
-            data.append(trace)
+        xs = np.array([fit[0].min() - 0.5, fit[0].max() + 0.5])
+        data += [dict(type="scatter", x=xs, y=w * xs + b) for w, b in heads]
     return data
 
 
@@ -151,11 +167,11 @@ def _animation_controls(fig: go.Figure, steps: np.ndarray, labels, frame_ms: int
                 mode="immediate")
     pause = dict(frame=dict(duration=0, redraw=False), transition=dict(duration=0), mode="immediate")
     fig.update_layout(
-        updatemenus=[dict(type="buttons", direction="left", x=0, y=-0.08, xanchor="left", yanchor="top",
+        updatemenus=[dict(type="buttons", direction="left", x=0, y=-0.14, xanchor="left", yanchor="top",
                           pad=dict(t=0, r=10), showactive=False,
                           buttons=[dict(label="▶ " + labels["play"], method="animate", args=[None, play]),
                                    dict(label="⏸ " + labels["pause"], method="animate", args=[[None], pause])])],
-        sliders=[dict(active=len(steps) - 1, x=0.22, len=0.78, y=-0.05, yanchor="top", pad=dict(t=0, b=0),
+        sliders=[dict(active=len(steps) - 1, x=0.2, len=0.8, y=-0.11, yanchor="top", pad=dict(t=0, b=0),
                       currentvalue=dict(prefix=labels["step"] + ": ", visible=True),
                       steps=[dict(label=str(int(s)), method="animate",
                                   args=[[str(int(s))], dict(mode="immediate", frame=dict(duration=0, redraw=False),
@@ -172,10 +188,10 @@ def _race_axes(fig, x_range, y_range, labels, fit) -> None:
 
 
 # ---------------------------------------------------------------- curves over the steps
-def _curve_figure(title: str, y_title: str, x_title: str, height: int = 360) -> go.Figure:
+def _curve_figure(title: str, y_title: str, x_title: str, height: int = 420) -> go.Figure:
     fig = go.Figure()
     fig.update_layout(title=dict(text=title), height=height, margin=dict(l=10, r=10, t=50, b=10),
-                      legend=dict(orientation="h", yanchor="bottom", y=1.0, x=0), hovermode="x unified")
+                      legend=dict(orientation="h", yanchor="top", y=-0.22, x=0), hovermode="x unified")
     fig.update_xaxes(title_text=x_title)
     fig.update_yaxes(title_text=y_title, type="log", exponentformat="power")
     return fig

@@ -1,0 +1,138 @@
+"""Figures of the Train page: training curves, greedy-decoding probabilities, attention grids per head.
+
+Data in (lists, numpy arrays, token strings, already-translated labels), go.Figure out; builders never see a model.
+"""
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+import plotly.graph_objects as go
+from plotly.subplots import make_subplots
+
+from .common import LINE_COLOURS, MASK_COLOUR, PROB_SCALE, matrix_heatmap, tick_labels
+
+
+def _column(history: Sequence[dict], key: str) -> list:
+    return [h.get(key) for h in history]
+
+
+def training_curves(runs: Sequence[tuple[str, Sequence[dict]]], *, x_key: str = "step", x_title: str = "step",
+                    loss_title: str = "loss", acc_title: str = "accuracy", loss_name: str = "loss",
+                    train_acc_name: str = "token accuracy (train)", val_name: str = "exact match (held-out)",
+                    marker_x: float | None = None, height: int = 360) -> go.Figure:
+    """Loss (left) and accuracies (right) of one or more runs, side by side; one colour per run.
+
+    runs: (name, history) with history a list of metric dicts (keys step, seconds, loss, token_acc, val_exact).
+    marker_x draws a vertical line on both panels (e.g. the step of the snapshot being shown).
+    """
+    fig = make_subplots(rows=1, cols=2, subplot_titles=(loss_title, acc_title), horizontal_spacing=0.12)
+    multi = len(runs) > 1
+    for i, (name, history) in enumerate(runs):
+        colour = LINE_COLOURS[i % len(LINE_COLOURS)]
+        x = _column(history, x_key)
+        prefix = f"{name}: " if multi else ""
+        fig.add_trace(go.Scatter(x=x, y=_column(history, "loss"), mode="lines", name=f"{prefix}{loss_name}",
+                                 line=dict(color=colour), legendgroup=name), row=1, col=1)
+        fig.add_trace(go.Scatter(x=x, y=_column(history, "token_acc"), mode="lines", name=f"{prefix}{train_acc_name}",
+                                 line=dict(color=colour, dash="dot"), legendgroup=name), row=1, col=2)
+        evals = [h for h in history if h.get("evaluated") and h.get("val_exact") is not None]
+        fig.add_trace(go.Scatter(x=_column(evals, x_key), y=_column(evals, "val_exact"), mode="lines+markers",
+                                 name=f"{prefix}{val_name}", line=dict(color=colour), marker=dict(size=5),
+                                 legendgroup=name), row=1, col=2)
+    if marker_x is not None:
+        for col in (1, 2):
+            fig.add_vline(x=marker_x, line=dict(color=MASK_COLOUR, dash="dash"), row=1, col=col)
+    fig.update_xaxes(title_text=x_title)
+    fig.update_yaxes(title_text=loss_title, rangemode="tozero", row=1, col=1)
+    fig.update_yaxes(title_text=acc_title, range=[0, 1.02], row=1, col=2)
+    fig.update_layout(height=height, margin=dict(l=10, r=10, t=40, b=10),
+                      legend=dict(orientation="h", yanchor="top", y=-0.25, x=0))
+    return fig
+
+
+def decoding_heatmap(probs: np.ndarray, step_labels: Sequence[str], vocab: Sequence[str], *, title: str = "",
+                     x_title: str = "next token", y_title: str = "decoding step",
+                     value_name: str = "probability") -> go.Figure:
+    """p(y_t = v | y_<t, x) as a matrix: one row per decoding step (top to bottom), one column per token."""
+    return matrix_heatmap(probs, step_labels, vocab, title=title, x_title=x_title, y_title=y_title,
+                          value_name=value_name)
+
+
+def next_token_bars(probs: np.ndarray, vocab: Sequence[str], chosen: int, *, top_k: int = 8, title: str = "",
+                    x_title: str = "probability", y_title: str = "token") -> go.Figure:
+    """The top_k next-token probabilities of one step as horizontal bars; the chosen (argmax) token highlighted."""
+    probs = np.asarray(probs, dtype=float)
+    order = np.argsort(-probs)[:top_k]
+    colours = [LINE_COLOURS[1] if i == chosen else LINE_COLOURS[0] for i in order]
+    fig = go.Figure(go.Bar(x=probs[order], y=[str(vocab[i]) for i in order], orientation="h",
+                           marker_color=colours, text=[f"{probs[i]:.3f}" for i in order], textposition="auto",
+                           hovertemplate=f"{y_title}: %{{y}}<br>{x_title}: %{{x:.4f}}<extra></extra>"))
+    fig.update_yaxes(title_text=y_title, autorange="reversed", type="category")
+    fig.update_xaxes(title_text=x_title, range=[0, 1])
+    fig.update_layout(title=dict(text=title), height=max(220, 60 + 28 * len(order)),
+                      margin=dict(l=10, r=10, t=50, b=10))
+    return fig
+
+
+def attention_heads(maps: np.ndarray, row_labels: Sequence[str], col_labels: Sequence[str],
+                    head_titles: Sequence[str], *, x_title: str = "key", y_title: str = "query",
+                    value_name: str = "weight", mask: np.ndarray | None = None, cols: int = 4) -> go.Figure:
+    """Small multiples: one heatmap per head of maps (H, Nq, Nk), drawn as written (query rows top to bottom),
+    on the shared probability scale 0..1; masked cells (mask True) hatched grey."""
+    maps = np.asarray(maps, dtype=float)
+    n_heads = maps.shape[0]
+    cols = max(1, min(cols, n_heads))
+    rows = int(np.ceil(n_heads / cols))
+    fig = make_subplots(rows=rows, cols=cols, subplot_titles=list(head_titles), horizontal_spacing=0.04,
+                        vertical_spacing=0.12 if rows > 1 else 0.05)
+    for h in range(n_heads):
+        r, c = divmod(h, cols)
+        fig.add_trace(_head_trace(maps[h], row_labels, col_labels, x_title, y_title, value_name, h == 0),
+                      row=r + 1, col=c + 1)
+        if mask is not None and np.any(mask):
+            ys, xs = np.nonzero(mask)
+            fig.add_trace(go.Scatter(x=xs, y=ys, mode="markers", hoverinfo="skip", showlegend=False,
+                                     marker=dict(symbol="square-x-open", size=max(4, 160 // max(mask.shape) // cols),
+                                                 color=MASK_COLOUR)), row=r + 1, col=c + 1)
+    xt, xl = tick_labels(col_labels)
+    yt, yl = tick_labels(row_labels)
+    fig.update_xaxes(tickmode="array", tickvals=xt, ticktext=xl, tickangle=0, showgrid=False, title_text=x_title,
+                     tickfont=dict(size=9))
+    fig.update_yaxes(tickmode="array", tickvals=yt, ticktext=yl, autorange="reversed", showgrid=False,
+                     tickfont=dict(size=9))
+    for r in range(rows):
+        fig.update_yaxes(title_text=y_title, row=r + 1, col=1)
+    fig.update_layout(height=int(80 + rows * max(220, 20 * len(row_labels) + 80)), margin=dict(l=10, r=10, t=40, b=10))
+    return fig
+
+
+def _head_trace(z, row_labels, col_labels, x_title, y_title, value_name, show_scale: bool) -> go.Heatmap:
+    n_rows, n_cols = z.shape
+    hover = np.stack([np.repeat(np.asarray(row_labels, dtype=object)[:, None], n_cols, 1),
+                      np.repeat(np.asarray(col_labels, dtype=object)[None, :], n_rows, 0)], axis=-1)
+    return go.Heatmap(z=z, x=np.arange(n_cols), y=np.arange(n_rows), zmin=0.0, zmax=1.0, colorscale=PROB_SCALE,
+                      customdata=hover, showscale=show_scale,
+                      colorbar=dict(title=dict(text=value_name, side="right"), thickness=12),
+                      hovertemplate=(f"{y_title}: %{{customdata[0]}} (%{{y}})<br>{x_title}: %{{customdata[1]}}"
+                                     f" (%{{x}})<br>{value_name}: %{{z:.4f}}<extra></extra>"))
+
+
+def attention_matrix(weights: np.ndarray, row_labels: Sequence[str], col_labels: Sequence[str], *, title: str = "",
+                     x_title: str = "key", y_title: str = "query", value_name: str = "weight",
+                     mask: np.ndarray | None = None) -> go.Figure:
+    """One head's attention (Nq, Nk) with the house heatmap (probability scale, masked cells hatched)."""
+    return matrix_heatmap(weights, row_labels, col_labels, title=title, x_title=x_title, y_title=y_title,
+                          value_name=value_name, mask=mask)
+
+
+def compare_bars(names: Sequence[str], values: Sequence[float], *, title: str = "", x_title: str = "",
+                 y_title: str = "") -> go.Figure:
+    """One bar per run (e.g. final held-out accuracy or tokens per second)."""
+    fig = go.Figure(go.Bar(x=list(names), y=list(values), marker_color=list(LINE_COLOURS[: len(names)]),
+                           text=[f"{v:.3g}" for v in values], textposition="auto",
+                           hovertemplate=f"{x_title}: %{{x}}<br>{y_title}: %{{y:.4g}}<extra></extra>"))
+    fig.update_xaxes(title_text=x_title, type="category")
+    fig.update_yaxes(title_text=y_title, rangemode="tozero")
+    fig.update_layout(title=dict(text=title), height=300, margin=dict(l=10, r=10, t=50, b=10))
+    return fig
