@@ -104,6 +104,7 @@ def bench_memory() -> None:
     try:
         ps = psutil.Process(proc.pid)
         time.sleep(5)
+        print(f"   server started, no session yet: {ps.memory_info().rss / 2**20:.0f} MB")
         with sync_playwright() as pw:
             b = pw.chromium.launch(executable_path="/usr/bin/chromium", args=[
                 "--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
@@ -115,9 +116,11 @@ def bench_memory() -> None:
                     page.wait_for_selector("[data-testid='stApp'][data-test-script-state='notRunning']",
                                            timeout=120_000)
                     page.wait_for_timeout(1500)
-                    peak = max(peak, ps.memory_info().rss)
+                    rss = ps.memory_info().rss
+                    peak = max(peak, rss)
+                    print(f"   {n:3d} tokens, {view:9s} view: {rss / 2**20:.0f} MB")
             b.close()
-        print(f"   idle after start: see below; peak RSS {peak / 2**20:.0f} MB")
+        print(f"   peak RSS {peak / 2**20:.0f} MB")
     finally:
         proc.terminate()
         proc.wait(timeout=20)

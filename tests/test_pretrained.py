@@ -147,3 +147,15 @@ def test_default_model_is_packaged_and_offline(monkeypatch):
     assert r.weights.shape[:2] == (6, 12)
     pe = pretrained.position_embeddings(m)
     assert pe.shape == (512, 384)
+
+
+@pytest.mark.parametrize("fixture", ["tiny_bert", "tiny_gpt2"])
+def test_streaming_extraction_equals_output_attentions(fixture, request):
+    """The memory-saving hook path copies exactly what output_attentions=True returns."""
+    m = request.getfixturevalue(fixture)
+    enc = m.tokenizer("a b c d e f g", return_tensors="pt")
+    streamed = pretrained._forward_streaming(m, enc)
+    assert streamed is not None, "the hook path should handle this architecture"
+    with torch.no_grad():
+        own = torch.cat(m.model(**enc, output_attentions=True).attentions).numpy()
+    np.testing.assert_array_equal(streamed, own)

@@ -78,17 +78,23 @@ STAT_NAMES = ("entropy", "distance", "special", "previous", "self")
 
 
 def head_statistics(weights: np.ndarray, special: np.ndarray | None = None) -> HeadStats:
-    """Entropy, mean attention distance and where the weight goes, for every head: (L, H, N, N) -> (L, H) each."""
+    """Entropy, mean attention distance and where the weight goes, for every head: (L, H, N, N) -> (L, H) each.
+
+    Computed one layer at a time in float32, so a 512-token input needs no full-size temporaries.
+    """
     n = weights.shape[-1]
-    w = weights.astype(np.float64)
     idx = np.arange(n)
-    entropy = -(w * np.log2(np.clip(w, 1e-12, None))).sum(-1).mean(-1)
-    distance = (w * np.abs(idx[:, None] - idx[None, :])).sum(-1).mean(-1)
+    dist = np.abs(idx[:, None] - idx[None, :]).astype(np.float32)  # (N, N)
     targets = special if special is not None and special.any() else (idx == 0)
-    on_special = w[..., targets].sum(-1).mean(-1)
-    previous = np.diagonal(w, offset=-1, axis1=-2, axis2=-1).mean(-1) if n > 1 else np.zeros(w.shape[:2])
-    on_self = np.diagonal(w, axis1=-2, axis2=-1).mean(-1)
-    return HeadStats(*(a.astype(np.float32) for a in (entropy, distance, on_special, previous, on_self)))
+    rows = []
+    for w in weights:  # (H, N, N)
+        entropy = -(w * np.log2(np.maximum(w, 1e-12))).sum(-1).mean(-1)
+        distance = (w * dist).sum(-1).mean(-1)
+        on_special = w[..., targets].sum(-1).mean(-1)
+        previous = np.diagonal(w, offset=-1, axis1=-2, axis2=-1).mean(-1) if n > 1 else np.zeros(w.shape[0])
+        on_self = np.diagonal(w, axis1=-2, axis2=-1).mean(-1)
+        rows.append((entropy, distance, on_special, previous, on_self))
+    return HeadStats(*(np.stack(col).astype(np.float32) for col in zip(*rows)))
 
 
 def thumbnail(matrix: np.ndarray, size: int) -> np.ndarray:

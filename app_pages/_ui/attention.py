@@ -1,10 +1,10 @@
 """Cached derived data for the Attention page (statistics, rollout, export files)."""
 from __future__ import annotations
 
+import csv as _csv
 import io
 
 import numpy as np
-import pandas as pd
 import streamlit as st
 
 from viz_core import head_analysis
@@ -41,7 +41,13 @@ def npz(name: str, text: str, pair: str, target: str) -> bytes:
 
 
 def csv(matrix: np.ndarray, q_tokens: list[str], k_tokens: list[str]) -> str:
-    """One head as CSV: rows = queries, columns = keys, labelled 'index:token' (unique even when tokens repeat)."""
-    frame = pd.DataFrame(matrix, index=[f"{i}:{t}" for i, t in enumerate(q_tokens)],
-                         columns=[f"{j}:{t}" for j, t in enumerate(k_tokens)])
-    return frame.to_csv(float_format="%.7g")
+    """One head as CSV: rows = queries, columns = keys, labelled 'index:token' (unique even when tokens repeat).
+
+    Plain csv module, not pandas: importing pandas alone costs the server ~65 MB of its 690 MB budget.
+    """
+    buf = io.StringIO()
+    writer = _csv.writer(buf)
+    writer.writerow(["query \\ key"] + [f"{j}:{t}" for j, t in enumerate(k_tokens)])
+    for i, (tok, row) in enumerate(zip(q_tokens, matrix)):
+        writer.writerow([f"{i}:{tok}"] + [f"{v:.7g}" for v in row])
+    return buf.getvalue()

@@ -1,6 +1,9 @@
 """Cached access to pretrained models, shared by every session (read-only: eval mode, inference only)."""
 from __future__ import annotations
 
+import threading
+from collections import OrderedDict
+
 import numpy as np
 import streamlit as st
 
@@ -17,10 +20,43 @@ def default_model() -> pretrained.LoadedModel:
     return model("")
 
 
-@st.cache_resource(show_spinner=False, max_entries=6)
+class _ByteBoundedCache:
+    """A least-recently-used cache of attention results bounded by their bytes, not their count: one 512-token
+    input of MiniLM weighs 75 MB, a short sentence a few hundred KB. Shared by all sessions (results are read-only)."""
+
+    def __init__(self, budget_bytes: int):
+        self.budget, self.items, self.lock = budget_bytes, OrderedDict(), threading.Lock()
+
+    @staticmethod
+    def _size(r: pretrained.AttentionResult) -> int:
+        return sum(a.nbytes for a in (r.weights, r.decoder_weights, r.cross_weights) if a is not None)
+
+    def get(self, key, compute):
+        with self.lock:
+            if key in self.items:
+                self.items.move_to_end(key)
+                return self.items[key]
+        value = compute()
+        with self.lock:
+            self.items[key] = value
+            while len(self.items) > 1 and sum(self._size(v) for v in self.items.values()) > self.budget:
+                self.items.popitem(last=False)
+        return value
+
+
+ATTENTION_CACHE_BYTES = 100 * 2**20  # keeps one 512-token result (75 MB) or hundreds of short ones
+
+
+@st.cache_resource(show_spinner=False)
+def _attention_cache() -> _ByteBoundedCache:
+    return _ByteBoundedCache(ATTENTION_CACHE_BYTES)
+
+
 def attention(name: str, text: str, text_pair: str = "", target_text: str = "") -> pretrained.AttentionResult:
-    """Attention of one input (shared, read-only arrays: callers never modify them in place)."""
-    return pretrained.attention_for(model(name), text, text_pair or None, target_text or None)
+    """Attention of one input (shared, read-only arrays: callers never modify them in place). Raises InputError."""
+    return _attention_cache().get(
+        (name, text, text_pair, target_text),
+        lambda: pretrained.attention_for(model(name), text, text_pair or None, target_text or None))
 
 
 @st.cache_resource(show_spinner=False, max_entries=16)

@@ -17,10 +17,28 @@ _LINE_VIEW_TEMPLATE = Path(__file__).with_name("line_view.html")
 
 def head_heatmap(w: np.ndarray, q_tokens: Sequence[str], k_tokens: Sequence[str], title: str, *,
                  query: str, key: str, value: str, auto_scale: bool = False) -> go.Figure:
-    """One head (or an aggregate): (Nq, Nk), rows = queries top to bottom."""
-    zmax = float(w.max()) if auto_scale and w.size else None
-    return matrix_heatmap(w, q_tokens, k_tokens, title=title, x_title=key, y_title=query, value_name=value,
-                          zmax=zmax if zmax else None)
+    """One head (or an aggregate): (Nq, Nk), rows = queries top to bottom, hover = query, key and exact weight.
+
+    The axes are categorical with one unique name per position ("token ·i"), so the hover names the tokens
+    without a per-cell label array: 512 tokens cost 2 x 512 labels, not 512 x 512.
+    """
+    n_q, n_k = w.shape
+    rows = [f"{tok} ·{i}" for i, tok in enumerate(q_tokens)]
+    cols = [f"{tok} ·{j}" for j, tok in enumerate(k_tokens)]
+    zmax = float(w.max()) if auto_scale and w.size and w.max() > 0 else 1.0
+    fig = go.Figure(go.Heatmap(
+        z=np.asarray(w, dtype=np.float32), x=cols, y=rows, zmin=0.0, zmax=zmax, colorscale=PROB_SCALE,
+        hovertemplate=f"{query}: %{{y}}<br>{key}: %{{x}}<br>{value}: %{{z:.6f}}<extra></extra>",
+        colorbar=dict(title=dict(text=value, side="right"), thickness=12)))
+    xt, xl = tick_labels(k_tokens)
+    yt, yl = tick_labels(q_tokens)
+    fig.update_xaxes(type="category", title_text=key, tickmode="array", tickvals=[cols[i] for i in xt], ticktext=xl,
+                     tickangle=-60 if n_k > 6 else 0, showgrid=False)
+    fig.update_yaxes(type="category", title_text=query, tickmode="array", tickvals=[rows[i] for i in yt],
+                     ticktext=yl, autorange="reversed", showgrid=False)
+    fig.update_layout(title=dict(text=title), height=int(min(900, max(320, 160 + 22 * n_q))),
+                      margin=dict(l=10, r=10, t=50, b=10))
+    return fig
 
 
 def _mosaic(weights: np.ndarray, size: int, zmax: float) -> np.ndarray:
