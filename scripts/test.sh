@@ -6,8 +6,9 @@ cd "$(dirname "$0")/.."
 
 python -m pip install --quiet --disable-pip-version-check -r requirements-dev.txt
 
-if [ ! -x /usr/bin/chromium ]; then
-  echo "Installing Debian's chromium for the browser tests..."
+# Chromium for the browser tests, and a CJK font so Chinese pages render in screenshots.
+if [ ! -x /usr/bin/chromium ] || ! (fc-list 2>/dev/null | grep -qi "CJK"); then
+  echo "Installing Debian's chromium and fonts-noto-cjk for the browser tests..."
   SUDO=""; [ "$(id -u)" -ne 0 ] && SUDO="sudo"
   $SUDO apt-get update -qq
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq chromium fonts-noto-cjk >/dev/null
