@@ -47,7 +47,8 @@ def variance_sweep(n_samples: int = N_SAMPLES, seed: int = 0) -> scaling.Varianc
 
 @st.cache_data(show_spinner=False, max_entries=32)
 def saturation_sweep(n_keys: int, temperature: float) -> scaling.SaturationSweep:
-    return scaling.saturation_sweep(scaling.SaturationConfig(n_keys=n_keys, temperature=temperature))
+    cfg = scaling.SaturationConfig(n_keys=n_keys, temperature=temperature, n_rows=scaling.rows_for(n_keys))
+    return scaling.saturation_sweep(cfg)
 
 
 @st.cache_data(show_spinner=False, max_entries=64)
@@ -55,10 +56,10 @@ def example_row(d_k: int, n_keys: int, seed: int = 0) -> np.ndarray:
     return scaling.example_row(d_k, n_keys, seed)
 
 
-def model_shape() -> tuple[int, int]:
-    """(layers, heads) of the default pretrained model. Raises InputError if it cannot be loaded."""
+def model_shape() -> tuple[str, int, int]:
+    """(name, layers, heads) of the default pretrained model. Raises InputError if it cannot be loaded."""
     m = models.default_model()
-    return m.n_layers, m.n_heads
+    return m.name, m.n_layers, m.n_heads
 
 
 @st.cache_data(show_spinner=False, max_entries=32)

@@ -7,6 +7,7 @@ import numpy as np
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
+from ..scaling import normal_pdf
 from .common import LINE_COLOURS
 
 UNSCALED_COLOUR, SCALED_COLOUR = LINE_COLOURS[3], LINE_COLOURS[0]  # red: q.k as is; blue: q.k / sqrt(d_k)
@@ -14,9 +15,12 @@ REFERENCE_COLOUR = "#7f7f7f"
 JACOBIAN_BOUND = 0.25  # |J_ij| <= 1/4 for every softmax: p(1 - p) <= 1/4 and p_i p_j <= 1/4
 
 
-def _layout(fig: go.Figure, title: str, height: int = 360) -> go.Figure:
-    fig.update_layout(title=dict(text=title), height=height, margin=dict(l=10, r=10, t=60, b=10),
-                      legend=dict(orientation="h", yanchor="bottom", y=1.0, xanchor="left", x=0))
+def _layout(fig: go.Figure, title: str, height: int = 360, legend_below: float | None = None) -> go.Figure:
+    """Title at the top; a horizontal legend under the title, or at y = legend_below (under the x axis title)."""
+    legend = dict(orientation="h", yanchor="top", y=legend_below, xanchor="left", x=0) if legend_below else \
+        dict(orientation="h", yanchor="bottom", y=1.0, xanchor="left", x=0)
+    fig.update_layout(title=dict(text=title), height=height, legend=legend,
+                      margin=dict(l=10, r=10, t=60 if legend_below else 70, b=10))
     return fig
 
 
@@ -30,8 +34,7 @@ def histogram(values: np.ndarray, *, name: str, colour: str, x_title: str, y_tit
     if theory_variance is not None and values.size:
         half = max(np.abs(values).max(), 4 * np.sqrt(theory_variance))
         x = np.linspace(-half, half, 301)
-        pdf = np.exp(-0.5 * x ** 2 / theory_variance) / np.sqrt(2 * np.pi * theory_variance)
-        fig.add_trace(go.Scatter(x=x, y=pdf, mode="lines", name=theory_name, line=dict(color=REFERENCE_COLOUR,
+        fig.add_trace(go.Scatter(x=x, y=normal_pdf(x, theory_variance), mode="lines", name=theory_name, line=dict(color=REFERENCE_COLOUR,
                                  dash="dash", width=2), hovertemplate=f"{x_title}: %{{x:.3g}}<extra></extra>"))
     fig.update_xaxes(title_text=x_title)
     fig.update_yaxes(title_text=y_title)
@@ -54,8 +57,8 @@ def variance_curve(d_ks: np.ndarray, var_unscaled: np.ndarray, var_scaled: np.nd
                                  hoverinfo="skip"))
     fig.add_vline(x=current_dk, line=dict(color=REFERENCE_COLOUR, dash="dot"))
     fig.update_xaxes(title_text=x_title, type="log", dtick=np.log10(2) * 2, tickformat="d")
-    fig.update_yaxes(title_text=y_title, type="log")
-    return _layout(fig, title, height=380)
+    fig.update_yaxes(title_text=y_title, type="log", dtick=1)
+    return _layout(fig, title, height=400)
 
 
 def saturation_curve(d_ks: np.ndarray, unscaled: np.ndarray, scaled: np.ndarray, current_dk: int, *,
@@ -78,7 +81,7 @@ def saturation_curve(d_ks: np.ndarray, unscaled: np.ndarray, scaled: np.ndarray,
     fig.add_vline(x=current_dk, line=dict(color=REFERENCE_COLOUR, dash="dot", width=1))
     fig.update_xaxes(title_text=x_title, type="log", dtick=np.log10(2) * 2, tickformat="d")
     fig.update_yaxes(title_text=y_title, rangemode="tozero")
-    return _layout(fig, title, height=340)
+    return _layout(fig, title, height=430, legend_below=-0.22)
 
 
 def probability_bars(p_unscaled: np.ndarray, p_scaled: np.ndarray, *, names: tuple[str, str],
@@ -119,6 +122,7 @@ def loss_curves(unscaled: Sequence[float], scaled: Sequence[float], unscaled_w: 
                                  line=dict(color=REFERENCE_COLOUR, dash="dash"), showlegend=col == 1,
                                  hoverinfo="skip"), row=1, col=col)
         fig.update_xaxes(title_text=x_title, row=2, col=col)
+    fig.update_annotations(font_size=13)                                  # the two panel titles
     fig.update_yaxes(title_text=loss_title, rangemode="tozero", row=1, col=1)
     fig.update_yaxes(title_text=weight_title, range=[0, 1.05], row=2, col=1)
-    return _layout(fig, title, height=520)
+    return _layout(fig, title, height=560, legend_below=-0.12)
