@@ -1,0 +1,30 @@
+"""The router: language switch in the sidebar and by ?lang=, every page registered and reachable."""
+from pathlib import Path
+
+from app_pages._ui.nav import PAGES
+from tests.conftest import assert_clean, run_page
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def test_every_registered_page_exists_and_has_strings():
+    from viz_core import i18n
+    for stem, _ in PAGES:
+        assert (ROOT / "app_pages" / f"{stem}.py").exists()
+        assert i18n.t(f"common.nav_{stem}", "zh") != i18n.t(f"common.nav_{stem}", "en")
+        assert i18n.t(f"{stem}.title", "en") and i18n.t(f"{stem}.title", "zh")
+
+
+def test_sidebar_switches_language_and_url():
+    at = run_page("attention", {})
+    assert_clean(at)
+    assert at.title[0].value == "Attention in a pretrained Transformer"
+    at.sidebar.radio[0].set_value("zh").run()
+    assert_clean(at)
+    assert at.title[0].value == "预训练 Transformer 的注意力"
+    assert at.query_params["lang"] in ("zh", ["zh"])
+
+
+def test_lang_param_chinese_variants():
+    at = run_page("attention", {"lang": "zh-CN"})
+    assert at.title[0].value == "预训练 Transformer 的注意力"
