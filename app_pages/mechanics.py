@@ -83,7 +83,7 @@ def _worked_source(scale, causal, p, seed):
     st.caption(ui.t("mechanics.worked_intro"))
     tokens = [f"{t} ({i})" for t, i in zip(mech.WORKED_TOKENS, mech.WORKED_IDS)]
     dims = [f"d{i}" for i in range(4)]
-    cols = st.columns([4, 2, 2, 4])
+    cols = [st.container()] + st.columns([1, 1, 2])  # X on its own row, then W_q, W_k, W_v side by side
     mats = {}
     for col, (param, name, default) in zip(cols, MATRICES):
         with col:
@@ -110,10 +110,10 @@ def _random_source(scale, causal, p, seed):
 
 def _real_source(scale, causal, p, seed):
     c1, c2, c3 = st.columns([4, 1, 1])
-    text = ui.text(ui.t("mechanics.real_text"), "text", "The cat sat on the mat because it was tired.",
-                   max_chars=500, container=c1)
-    layer = ui.slider(ui.t("mechanics.layer"), 0, 5, "layer", 2, container=c2)
-    head = ui.slider(ui.t("mechanics.head"), 0, 11, "head", 0, container=c3)
+    text = ui.text(ui.t("mechanics.real_text"), "rtext", "The cat sat on the mat because it was tired.",
+                   max_chars=200, container=c1)
+    layer = ui.slider(ui.t("mechanics.layer"), 0, 5, "rlayer", 2, container=c2)
+    head = ui.slider(ui.t("mechanics.head"), 0, 11, "rhead", 0, container=c3)
     with st.spinner(ui.t("mechanics.loading_model")):
         steps, model_w, n_layers, n_heads = cached.real_steps(text, layer, head, scale, causal, p, seed)
     diff = mech.max_abs_diff(steps.weights, model_w)
@@ -158,9 +158,9 @@ def _stage_figures(s: mech.AttentionSteps) -> list:
 def _batched_shapes():
     st.subheader(ui.t("mechanics.batched_title"))
     st.markdown(ui.t("mechanics.batched_intro"))
-    ui.latex(r"(B, N, d_{model}) \xrightarrow{\text{view, transpose}} (B, H, N, d_k) \xrightarrow{QK^\top}"
-             r" (B, H, N, N) \xrightarrow{\cdot V} (B, H, N, d_k) \xrightarrow{\text{transpose, contiguous, view}}"
-             r" (B, N, d_{model})")
+    ui.latex(r"\begin{gathered}(B, N, d_{model}) \xrightarrow{\text{view, transpose}} (B, H, N, d_k)"
+             r" \\ \xrightarrow{QK^\top} (B, H, N, N) \xrightarrow{\cdot V} (B, H, N, d_k) \\"
+             r" \xrightarrow{\text{transpose, contiguous, view}} (B, N, d_{model})\end{gathered}")
     c = st.columns(4)
     b = ui.slider("B", 1, 4, "bb", 2, container=c[0])
     n = ui.slider("N", 1, 8, "bn", 5, container=c[1])
@@ -180,8 +180,8 @@ def _batched_shapes():
 
 def section_steps():
     st.markdown(ui.t("mechanics.steps_intro"))
-    ui.latex(r"\mathrm{Attention}(Q,K,V)=\mathrm{softmax}\!\left(\frac{QK^\top}{\sqrt{d_k}}+M\right)V,"
-             r"\quad Q=XW_q,\; K=XW_k,\; V=XW_v")
+    ui.latex(r"\begin{gathered}\mathrm{Attention}(Q,K,V) \\ =\mathrm{softmax}\!\left(\frac{QK^\top}{\sqrt{d_k}}"
+             r"+M\right)V \\ Q=XW_q,\quad K=XW_k,\quad V=XW_v\end{gathered}")
     source = ui.radio(ui.t("mechanics.source"), SOURCES, "src", format_func=lambda s: ui.t(f"mechanics.src_{s}"))
     scale, causal, p = _step_options()
     seed = 0
@@ -228,8 +228,9 @@ def _mask_figures(view: mech.MaskView) -> None:
     kw = dict(rows=view.q_tokens, cols=view.k_tokens, x_title=k_ax, y_title=q_ax, value_name=val,
               dont_care=view.query_is_pad)
     _grid([figs.stage_matrix(view.mask.astype(float), ui.t("mechanics.fig_mask"), prob=True, fmt=".0f", **kw),
-           figs.stage_matrix(view.masked, ui.t("mechanics.fig_masked_scores"), mask=view.mask, **kw),
-           figs.stage_matrix(view.weights["safe"], ui.t("mechanics.fig_weights"), prob=True, mask=view.mask, **kw)],
+           figs.stage_matrix(view.masked, ui.t("mechanics.fig_masked_scores"), mask=view.mask, fmt=".2f", **kw),
+           figs.stage_matrix(view.weights["safe"], ui.t("mechanics.fig_weights"), prob=True, mask=view.mask,
+                             fmt=".2f", **kw)],
           prefix="mask")
     if view.query_is_pad.any():
         st.caption(ui.t("mechanics.dont_care_note"))
@@ -241,7 +242,7 @@ def _method_comparison(view: mech.MaskView) -> None:
     _grid([figs.stage_matrix(view.weights[m], ui.t(f"mechanics.method_{m}"), rows=view.q_tokens,
                              cols=view.k_tokens, x_title=k_ax, y_title=q_ax, value_name=val, prob=True,
                              mask=view.mask, dont_care=view.query_is_pad, fmt=".2f")
-           for m in mech.MASK_METHODS], n_cols=4, prefix="method")
+           for m in mech.MASK_METHODS], n_cols=2, prefix="method")
     table = pd.DataFrame([{
         ui.t("mechanics.col_method"): ui.t(f"mechanics.method_{r['method']}"),
         ui.t("mechanics.col_nan"): r["nan_cells"],
@@ -259,8 +260,8 @@ def _method_comparison(view: mech.MaskView) -> None:
 
 def section_masks():
     st.markdown(ui.t("mechanics.masks_intro"))
-    ui.latex(r"\mathrm{softmax}(S + M)_{ij},\quad M_{ij}=\begin{cases}-\infty & \text{blocked}\\ 0 & \text{visible}"
-             r"\end{cases}\qquad \text{causal: } M_{ij}=-\infty \text{ for } j>i")
+    ui.latex(r"\begin{gathered}\mathrm{softmax}(S + M),\quad M_{ij}=\begin{cases}-\infty & \text{blocked}\\"
+             r" 0 & \text{visible}\end{cases} \\ \text{causal: } M_{ij}=-\infty \text{ for } j>i\end{gathered}")
     text, side, kind, item, query = _mask_inputs()
     try:
         batch, view = cached.mask_view(text, side, item, kind, query, 0)
@@ -307,8 +308,8 @@ def _preset_label(key: str) -> str:
 
 def _kv_cache_part() -> None:
     st.subheader(ui.t("mechanics.kv_title"))
-    ui.latex(r"\text{KV cache} = 2 \times L \times H_{kv} \times d_{head} \times \text{bytes} \times N \times B,"
-             r"\qquad \text{params}_{attn} = L\,(2\,d_{model} H d_{head} + 2\,d_{model} H_{kv} d_{head})")
+    ui.latex(r"\begin{gathered}\text{KV cache} = 2\, L\, H_{kv}\, d_{head} \cdot \text{bytes} \cdot N \cdot B"
+             r" \\ \text{params}_{attn} = 2\, L\, d_{model}\, d_{head}\,(H + H_{kv})\end{gathered}")
     try:
         shape = _shape_choice()
     except InputError as exc:
@@ -342,9 +343,9 @@ def _kv_cache_part() -> None:
         ui.plot(figs.variant_bars(labels, [x["params"] / 1e6 for x in rows], ui.t("mechanics.fig_params"),
                                   ui.t("mechanics.kv_heads"), ui.t("mechanics.millions"), chosen,
                                   [mech.format_count(x["params"]) for x in rows]), key="param_bars")
-    ui.plot(figs.head_groups(mech.head_groups(shape.n_heads, kv), kv, ui.t("mechanics.fig_groups", kv=kv,
-                             heads=shape.n_heads, g=shape.n_heads // kv), ui.t("mechanics.q_heads"),
-                             ui.t("mechanics.kv_heads_short")), key="groups")
+    ui.plot(figs.head_groups(mech.head_groups(shape.n_heads, kv), kv, ui.t("mechanics.fig_groups"),
+                             ui.t("mechanics.q_heads"), ui.t("mechanics.kv_heads_short")), key="groups")
+    st.caption(ui.t("mechanics.groups_note", kv=kv, heads=shape.n_heads, g=shape.n_heads // kv))
     ui.download(ui.t("mechanics.download_csv"), pd.DataFrame(rows).to_csv(index=False), "kv_cache.csv", "text/csv",
                 key="mechanics.dl_kv")
 
@@ -384,8 +385,8 @@ def _variant_outputs() -> None:
 
 def section_variants():
     st.markdown(ui.t("mechanics.variants_intro"))
-    ui.latex(r"\mathrm{head}_i = \mathrm{Attention}\big(XW_q^{(i)},\; XW_k^{(g(i))},\; XW_v^{(g(i))}\big),\qquad"
-             r" g(i) = \left\lfloor i \,/\, (H / H_{kv}) \right\rfloor")
+    ui.latex(r"\begin{gathered}\mathrm{head}_i = \mathrm{Attention}\big(Q^{(i)}, K^{(g(i))}, V^{(g(i))}\big)"
+             r" \\ g(i) = \left\lfloor i \,/\, (H / H_{kv}) \right\rfloor\end{gathered}")
     _kv_cache_part()
     _variant_outputs()
 
@@ -393,9 +394,9 @@ def section_variants():
 # ---------------------------------------------------------------- 4. cross attention
 def section_cross():
     st.markdown(ui.t("mechanics.cross_intro"))
-    ui.latex(r"Q = X_{dec} W_q \in \mathbb{R}^{N_q\times d_k},\; K = X_{enc} W_k,\; V = X_{enc} W_v \in"
-             r" \mathbb{R}^{N_k\times d_k}\;\Rightarrow\; \mathrm{softmax}\!\left(\frac{QK^\top}{\sqrt{d_k}}\right)"
-             r"\in\mathbb{R}^{N_q\times N_k}")
+    ui.latex(r"\begin{gathered}Q = X_{dec} W_q \in \mathbb{R}^{N_q\times d_k} \\ K = X_{enc} W_k,\;"
+             r" V = X_{enc} W_v \in \mathbb{R}^{N_k\times d_k} \\ \mathrm{softmax}\!\left(\frac{QK^\top}"
+             r"{\sqrt{d_k}}\right)\in\mathbb{R}^{N_q\times N_k}\end{gathered}")
     c1, c2 = st.columns(2)
     q_text = ui.text(ui.t("mechanics.cross_q_text"), "cq", "le chat dort", max_chars=200, container=c1)
     k_text = ui.text(ui.t("mechanics.cross_k_text"), "ck", "the cat is sleeping [PAD] [PAD]", max_chars=200,
@@ -433,8 +434,8 @@ def section_cross():
 # ---------------------------------------------------------------- 5. additive vs dot product
 def section_additive():
     st.markdown(ui.t("mechanics.additive_intro"))
-    ui.latex(r"e^{dot}_{ij} = \frac{q_i\cdot k_j}{\sqrt{d_k}}\qquad e^{add}_{ij} = v_a^\top \tanh(W_q q_i + W_k k_j)"
-             r"\qquad \alpha_{ij} = \mathrm{softmax}_j(e_{ij})")
+    ui.latex(r"\begin{gathered}e^{dot}_{ij} = \frac{q_i\cdot k_j}{\sqrt{d_k}} \\ e^{add}_{ij} = v_a^\top"
+             r" \tanh(W_q q_i + W_k k_j) \\ \alpha_{ij} = \mathrm{softmax}_j(e_{ij})\end{gathered}")
     c = st.columns(4)
     n = ui.slider(ui.t("mechanics.n_tokens"), 1, 10, "an", 3, container=c[0])
     d_k = ui.slider("d_k", 1, 64, "adk", 2, container=c[1])

@@ -11,14 +11,13 @@ APP_TIMEOUT_S = 120  # AppTest's default of 3 s is far too short for a first mod
 
 
 def run_page(page: str, query: dict | None = None, timeout: float = APP_TIMEOUT_S) -> AppTest:
-    """Run app.py, switch to pages/<page>.py with the given query parameters, and return the finished AppTest."""
+    """Run app.py straight on app_pages/<page>.py with the given query parameters; return the finished AppTest."""
     at = AppTest.from_file(APP, default_timeout=timeout)
     for k, v in (query or {}).items():
         at.query_params[k] = v
-    at.run()
-    if page != "attention":
+    if page != "attention":  # the default page; switching first avoids loading the model for other pages
         at.switch_page(f"app_pages/{page}.py")
-        at.run()
+    at.run()
     return at
 
 

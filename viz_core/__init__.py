@@ -10,6 +10,9 @@ import importlib
 _EXPORTS = {
     "scaled_dot_product_attention": "attention",
     "MultiHeadAttention": "attention",
+    "AdditiveAttention": "attention",
+    "additive_scores": "attention",
+    "combine_masks": "masks",
     "causal_mask": "masks",
     "padding_mask": "masks",
     "sinusoidal_encoding": "positional",

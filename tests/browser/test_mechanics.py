@@ -35,6 +35,8 @@ def test_worked_example_values_and_bad_cell(open_page):
     bad = open_page("/mechanics?lang=zh&section=steps&wk=0.1,0.3;x,0.4;0.5,0.7;0.1,0.2")
     assert_no_exception(bad)
     assert "不是数字" in bad.locator("[data-testid='stMain']").inner_text()
+    assert bad.locator("[data-testid='stPlotlyChart']").count() == 0  # nothing drawn from a bad matrix
+    bad.wait_for_timeout(2000)  # let the data editors finish drawing before the screenshot
     screenshot(bad, "mechanics-bad-cell-zh")
 
 
@@ -42,10 +44,12 @@ def test_nan_row_demo_and_real_model(open_page):
     page = open_page("/mechanics?lang=en&section=masks&kind=causal_padding&side=start&item=0")
     text = page.locator("[data-testid='stMain']").inner_text()
     assert "NaN" in text and "(4, 1, 5, 5)" in text
+    assert _plots(page) == 8  # batch, mask, masked scores, weights, four masking methods
     screenshot(page, "mechanics-masks-nan-en")
-    real = open_page("/mechanics?lang=en&section=steps&src=real&layer=3&head=5", timeout_ms=240_000)
+    real = open_page("/mechanics?lang=en&section=steps&src=real&rlayer=3&rhead=5", timeout_ms=240_000)
     assert_no_exception(real)
     assert "layer 3, head 5" in real.locator("[data-testid='stMain']").inner_text()
+    assert _plots(real) >= 8
     screenshot(real, "mechanics-real-en")
 
 

@@ -10,7 +10,10 @@ from plotly.subplots import make_subplots
 
 from .common import LINE_COLOURS, MASK_COLOUR, matrix_heatmap
 
-ANNOTATE_MAX_CELLS = 144      # write the value in each cell up to 12 x 12
+ANNOTATE_MAX_CELLS = 120      # write the value in each cell of matrices this small ...
+ANNOTATE_MAX_COLS = 10        # ... and this narrow
+HATCH_MAX_CELLS = 2500        # masked cells drawn as cell-sized hatched squares up to this many (else markers)
+HATCH_FILL = "rgba(128,128,128,0.35)"
 DONT_CARE_COLOUR = "rgba(255,170,0,0.18)"
 
 
@@ -32,21 +35,56 @@ def stage_matrix(z: np.ndarray, title: str, *, rows: Sequence[str] | None = None
     """One stage of the computation, titled with its shape ('title  (R × C)'); values written in small matrices.
 
     prob=True: probability scale 0..1 (0..zmax if given); else the signed scale. -inf cells are drawn blank
-    with '−∞' written in them, NaN cells blank with 'NaN'. mask: grey hatched blocked cells. dont_care: bool (R,), rows shaded as 'not used'.
+    with '−∞' written in them, NaN cells blank with 'NaN'. mask: grey hatched blocked cells.
+    dont_care: bool (R,), rows shaded as 'not used'.
     """
     z = np.asarray(z, dtype=float)
     if z.ndim == 1:
         z = z[None, :]
     shown = np.where(np.isfinite(z), z, np.nan)
+    mask = None if mask is None else np.asarray(mask, bool)
+    hatch = mask is not None and mask.sum() <= HATCH_MAX_CELLS
     fig = matrix_heatmap(shown, rows, cols, title=f"{title}  ({z.shape[0]} × {z.shape[1]})", x_title=x_title,
-                         y_title=y_title, value_name=value_name, signed=not prob, mask=mask, zmax=zmax,
-                         height=height or _height(z.shape[0]))
-    if z.size <= ANNOTATE_MAX_CELLS:
-        fig.update_traces(text=_cell_text(z, fmt), texttemplate="%{text}", textfont=dict(size=11),
+                         y_title=y_title, value_name=value_name, signed=not prob, mask=None if hatch else mask,
+                         zmax=zmax, height=height or _height(z.shape[0]))
+    if hatch:
+        _hatch(fig, mask)
+    if z.size <= ANNOTATE_MAX_CELLS and z.shape[1] <= ANNOTATE_MAX_COLS:
+        text = _cell_text(z, fmt)
+        fig.update_traces(text=np.where(np.isfinite(z), text, ""), texttemplate="%{text}", textfont=dict(size=11),
                           selector=dict(type="heatmap"))
+        _write_non_finite(fig, z, text)
+    labels = [str(c) for c in (cols if cols is not None else [])]
+    if labels and len(labels) >= 4 and max(map(len, labels)) >= 4:
+        fig.update_xaxes(tickangle=-45)
+    elif not labels and z.shape[1] > 12:  # plain column numbers: a few evenly spaced ones are enough
+        fig.update_xaxes(tickmode="linear", tick0=0, dtick=int(np.ceil(z.shape[1] / 8)), tickangle=0)
     if dont_care is not None:
         _shade_rows(fig, np.asarray(dont_care, bool), z.shape[1])
     return fig
+
+
+def _write_non_finite(fig: go.Figure, z: np.ndarray, text: np.ndarray) -> None:
+    """'−∞' / 'NaN' written into cells the heatmap leaves blank (plotly draws no text where z is not finite)."""
+    ys, xs = np.nonzero(~np.isfinite(z))
+    if len(ys):
+        fig.add_trace(go.Scatter(x=xs, y=ys, mode="text", text=text[ys, xs], hoverinfo="skip", showlegend=False,
+                                 textfont=dict(size=11, color="rgba(110,110,110,1)")))
+
+
+def _hatch(fig: go.Figure, mask: np.ndarray) -> None:
+    """Masked cells: grey, cell-sized (a second heatmap) with a diagonal stroke (one line trace), so they scale with
+    the figure; two traces whatever the number of cells (one plotly shape per cell would be slow)."""
+    n_rows, n_cols = mask.shape
+    fig.add_trace(go.Heatmap(z=np.where(mask, 1.0, np.nan), x=np.arange(n_cols), y=np.arange(n_rows),
+                             colorscale=[[0, HATCH_FILL], [1, HATCH_FILL]], showscale=False, hoverinfo="skip"))
+    xs: list = []
+    ys: list = []
+    for i, j in zip(*np.nonzero(mask)):
+        xs += [j - 0.5, j + 0.5, None]
+        ys += [i + 0.5, i - 0.5, None]
+    fig.add_trace(go.Scatter(x=xs, y=ys, mode="lines", line=dict(width=1, color=MASK_COLOUR), hoverinfo="skip",
+                             showlegend=False))
 
 
 def _height(n_rows: int) -> int:
@@ -55,9 +93,10 @@ def _height(n_rows: int) -> int:
 
 def _shade_rows(fig: go.Figure, rows: np.ndarray, n_cols: int) -> None:
     """Orange band over rows whose result is thrown away (padded queries)."""
-    for i in np.nonzero(rows)[0]:
-        fig.add_shape(type="rect", x0=-0.5, x1=n_cols - 0.5, y0=i - 0.5, y1=i + 0.5, fillcolor=DONT_CARE_COLOUR,
-                      line=dict(color="rgba(255,140,0,0.9)", width=2, dash="dot"), layer="above")
+    line = dict(color="rgba(255,140,0,0.9)", width=2, dash="dot")
+    bands = [dict(type="rect", x0=-0.5, x1=n_cols - 0.5, y0=i - 0.5, y1=i + 0.5, fillcolor=DONT_CARE_COLOUR,
+                  line=line, layer="above") for i in np.nonzero(rows)[0]]
+    fig.update_layout(shapes=bands)
 
 
 def padded_batch(tokens: Sequence[Sequence[str]], is_pad: np.ndarray, title: str, x_title: str, y_title: str,
@@ -83,18 +122,27 @@ def head_groups(groups: Sequence[int], n_kv: int, title: str, q_label: str, kv_l
     xq = np.arange(n_heads, dtype=float)
     xkv = (np.arange(n_kv) + 0.5) * n_heads / n_kv - 0.5  # centre each KV head under its group
     fig = go.Figure()
-    for i, g in enumerate(groups):
-        fig.add_trace(go.Scatter(x=[xq[i], xkv[g]], y=[1, 0], mode="lines", hoverinfo="skip", showlegend=False,
-                                 line=dict(color=LINE_COLOURS[g % len(LINE_COLOURS)], width=1.5)))
+    for c, colour in enumerate(LINE_COLOURS):  # one line trace per colour, however many heads
+        xs: list = []
+        for i, g in enumerate(groups):
+            if g % len(LINE_COLOURS) == c:
+                xs += [xq[i], xkv[g], None]
+        if xs:
+            fig.add_trace(go.Scatter(x=xs, y=[1, 0, None] * (len(xs) // 3), mode="lines", hoverinfo="skip",
+                                     showlegend=False, line=dict(color=colour, width=1.5)))
+    labelled = n_heads <= 16  # beyond that the numbers would overlap on a phone; hover still names each head
     fig.add_trace(go.Scatter(
-        x=xq, y=np.ones(n_heads), mode="markers+text" if n_heads <= 32 else "markers", name=q_label,
+        x=xq, y=np.ones(n_heads), mode="markers+text" if labelled else "markers", name=q_label,
         text=[str(i) for i in range(n_heads)], textposition="top center",
-        marker=dict(size=12, symbol="circle", color=[LINE_COLOURS[g % len(LINE_COLOURS)] for g in groups]),
+        marker=dict(size=max(5, min(12, 240 // n_heads)), symbol="circle",
+                    color=[LINE_COLOURS[g % len(LINE_COLOURS)] for g in groups]),
         hovertemplate=f"{q_label} %{{text}}<extra></extra>"))
     fig.add_trace(go.Scatter(
-        x=xkv, y=np.zeros(n_kv), mode="markers+text", name=kv_label, text=[str(g) for g in range(n_kv)],
+        x=xkv, y=np.zeros(n_kv), mode="markers+text" if n_kv <= 16 else "markers", name=kv_label,
+        text=[str(g) for g in range(n_kv)],
         textposition="bottom center", hovertemplate=f"{kv_label} %{{text}}<extra></extra>",
-        marker=dict(size=18, symbol="square", color=[LINE_COLOURS[g % len(LINE_COLOURS)] for g in range(n_kv)])))
+        marker=dict(size=max(6, min(18, 300 // n_kv)), symbol="square",
+                    color=[LINE_COLOURS[g % len(LINE_COLOURS)] for g in range(n_kv)])))
     fig.update_xaxes(visible=False, range=[-1, n_heads])
     fig.update_yaxes(tickmode="array", tickvals=[0, 1], ticktext=[kv_label, q_label], range=[-0.5, 1.5],
                      showgrid=False, zeroline=False)
@@ -126,8 +174,7 @@ def cost_curves(ns: Sequence[int], series: dict[str, tuple[Sequence[float], Sequ
                                      showlegend=col == 1, line=dict(color=colour),
                                      hovertemplate=f"{name}<br>N=%{{x}}: %{{y:,.0f}}<extra></extra>"), row=1, col=col)
     fig.update_xaxes(title_text=x_title, type="log")
-    fig.update_yaxes(type="log", title_text=ops_title, row=1, col=1)
-    fig.update_yaxes(type="log", title_text=mem_title, row=1, col=2)
+    fig.update_yaxes(type="log")  # the panel titles name the y quantities
     fig.update_layout(title=dict(text=title), height=360, margin=dict(l=10, r=10, t=80, b=10),
                       legend=dict(orientation="h", y=-0.25))
     return fig

@@ -1,0 +1,322 @@
+"""viz_core.mechanics (and what it added to viz_core.attention / viz_core.masks) against torch references, the study
+notes' printed numbers and the formulas; plus the invariants: rows sum to 1, blocked weights 0, no NaN."""
+import math
+import re
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+import torch.nn.functional as F
+
+from viz_core import i18n
+from viz_core import mechanics as mech
+from viz_core.attention import AdditiveAttention, MultiHeadAttention, additive_scores, scaled_dot_product_attention
+from viz_core.errors import InputError
+from viz_core.masks import causal_mask, causal_padding_mask, combine_masks, padded_query_rows, padding_mask
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _worked(cfg=None):
+    return mech.worked_steps(mech.WORKED_X, mech.WORKED_WQ, mech.WORKED_WK, mech.WORKED_WV, cfg=cfg)
+
+
+# ---------------------------------------------------------------- step by step
+def test_worked_example_reproduces_the_notes():
+    s = _worked()
+    np.testing.assert_allclose(s.scores, [[2.136, -0.803, -0.882], [-0.902, 0.312, 0.369],
+                                          [-1.038, 0.385, 0.428]], atol=6e-4)
+    np.testing.assert_allclose(s.scaled, s.scores / math.sqrt(2))
+    np.testing.assert_allclose(s.weights, [[0.804, 0.101, 0.095], [0.172, 0.406, 0.422],
+                                           [0.153, 0.417, 0.430]], atol=6e-4)
+    np.testing.assert_allclose(s.out[0], [0.937, -0.113, 1.331, -0.732], atol=6e-4)
+    np.testing.assert_allclose(s.v, mech.WORKED_X)  # W_v is the identity
+    assert s.tokens == list(mech.WORKED_TOKENS) and s.dropped is None and s.mask is None
+
+
+@pytest.mark.parametrize("scale,causal", [(True, False), (False, False), (True, True), (False, True)])
+def test_steps_match_torch_sdpa(scale, causal):
+    x, wq, wk, wv = mech.random_inputs(6, 8, 4, 5, seed=3)
+    s = mech.worked_steps(x, wq, wk, wv, [f"t{i}" for i in range(6)], mech.StepConfig(scale=scale, causal=causal))
+    q, k, v = (torch.as_tensor(a) for a in (x @ wq, x @ wk, x @ wv))
+    ref = F.scaled_dot_product_attention(q, k, v, is_causal=causal, scale=None if scale else 1.0)
+    np.testing.assert_allclose(s.out, ref.numpy(), atol=1e-10)
+    np.testing.assert_allclose(s.weights.sum(-1), 1.0)
+    np.testing.assert_allclose(s.scores, (x @ wq) @ (x @ wk).T)
+    assert s.divisor == (2.0 if scale else 1.0)
+    if causal:
+        assert np.all(s.weights[s.mask] == 0) and np.all(np.isneginf(s.masked[s.mask]))
+        assert s.mask[0, 1] and not s.mask[1, 0]
+
+
+def test_cross_lengths_and_zero_length():
+    rng = np.random.default_rng(0)
+    q, k, v = rng.standard_normal((3, 4)), rng.standard_normal((7, 4)), rng.standard_normal((7, 2))
+    s = mech.attention_steps(q, k, v, ["a", "b", "c"])
+    assert s.weights.shape == (3, 7) and s.out.shape == (3, 2)
+    ref = F.scaled_dot_product_attention(*(torch.as_tensor(a) for a in (q, k, v)))
+    np.testing.assert_allclose(s.out, ref.numpy(), atol=1e-10)
+    with pytest.raises(InputError) as e:
+        mech.attention_steps(np.zeros((0, 4)), k, v, [])
+    assert e.value.code == "mechanics.zero_length"
+    with pytest.raises(InputError, match="causal"):
+        mech.attention_steps(q, k, v, ["a", "b", "c"], mech.StepConfig(causal=True))
+
+
+def test_dropout_on_weights_is_inverted_dropout_and_reproducible():
+    cfg = mech.StepConfig(dropout=0.5, seed=7)
+    x, wq, wk, wv = mech.random_inputs(10, 8, 4, 4, seed=1)
+    a, b = mech.worked_steps(x, wq, wk, wv, list("abcdefghij"), cfg), mech.worked_steps(x, wq, wk, wv,
+                                                                                        list("abcdefghij"), cfg)
+    np.testing.assert_array_equal(a.dropped, b.dropped)
+    kept = a.dropped > 0
+    assert 0.2 < kept.mean() < 0.8
+    np.testing.assert_allclose(a.dropped[kept], a.weights[kept] / 0.5)
+    np.testing.assert_allclose(a.out, a.dropped @ a.v)
+    other = mech.worked_steps(x, wq, wk, wv, list("abcdefghij"), mech.StepConfig(dropout=0.5, seed=8))
+    assert not np.array_equal(other.dropped, a.dropped)
+    with pytest.raises(InputError):
+        mech.attention_steps(a.q, a.k, a.v, a.tokens, mech.StepConfig(dropout=1.0))
+
+
+def test_matrix_cells_parse_and_report_the_bad_cell():
+    text = mech.format_matrix(mech.WORKED_WQ)
+    assert text.startswith("0.2,0.1;0.3,0.5")
+    np.testing.assert_allclose(mech.parse_cells(mech.split_matrix(text, (4, 2)), "W_q"), mech.WORKED_WQ)
+    cells = mech.split_matrix("0.2,abc;0.3,0.5;0.4,0.6;0.1,0.2", (4, 2))
+    with pytest.raises(InputError) as e:
+        mech.parse_cells(cells, "W_q")
+    assert e.value.code == "mechanics.bad_cell" and e.value.params == {"name": "W_q", "row": 1, "col": 2,
+                                                                       "value": "abc"}
+    with pytest.raises(InputError) as e:  # missing row -> empty cell
+        mech.parse_cells(mech.split_matrix("1,2;3,4", (3, 2)), "W_k")
+    assert e.value.code == "mechanics.empty_cell" and e.value.params["row"] == 3
+    for bad in ("inf", "nan", "1e9"):
+        with pytest.raises(InputError) as e:
+            mech.parse_cells([[bad]], "X")
+        assert e.value.code == "mechanics.big_cell"
+    with pytest.raises(InputError, match="rows"):
+        mech.project(np.ones((3, 4)), np.ones((3, 2)), np.ones((4, 2)), np.ones((4, 4)))
+    with pytest.raises(InputError) as e:
+        mech.project(np.ones((3, 4)), np.ones((4, 2)), np.ones((4, 3)), np.ones((4, 4)))
+    assert e.value.code == "mechanics.dk_mismatch"
+
+
+def test_shape_walkthrough_runs_real_tensors():
+    steps = mech.shape_walkthrough(2, 5, 12, 3)
+    shapes = {s.note: s.shape for s in steps}
+    assert shapes["input"] == (2, 5, 12) and shapes["view_split"] == (2, 5, 3, 4)
+    assert shapes["transpose_heads"] == (2, 3, 5, 4) and shapes["scores"] == (2, 3, 5, 5)
+    assert shapes["transpose_back"] == (2, 5, 3, 4) and shapes["merge"] == (2, 5, 12)
+    contiguous = {s.note: s.contiguous for s in steps}
+    assert contiguous["transpose_heads"] is False and contiguous["contiguous"] is True
+    fail = next(s for s in steps if s.note == "view_fails")
+    assert "view" in fail.error and fail.shape is None
+    with pytest.raises(InputError) as e:
+        mech.shape_walkthrough(1, 2, 10, 4)
+    assert e.value.code == "mechanics.heads_not_divisor"
+
+
+# ---------------------------------------------------------------- masks
+def test_parse_batch_pads_at_either_side_and_anywhere():
+    b = mech.parse_batch("a b c\nd\ne [pad] f", "end")
+    assert b.tokens[1] == ["d", mech.PAD, mech.PAD] and b.tokens[2] == ["e", mech.PAD, "f"]
+    np.testing.assert_array_equal(b.is_pad, [[0, 0, 0], [0, 1, 1], [0, 1, 0]])
+    left = mech.parse_batch("a b c\nd", "start")
+    assert left.tokens[1] == [mech.PAD, mech.PAD, "d"]
+    for bad, code in (("  \n ", "empty_batch"), ("\n".join(["a"] * 7), "batch_too_big"),
+                      (" ".join(["a"] * 13), "batch_too_big")):
+        with pytest.raises(InputError) as e:
+            mech.parse_batch(bad)
+        assert e.value.code == f"mechanics.{code}"
+
+
+def test_combine_masks_and_padded_rows():
+    is_pad = torch.tensor([[True, False, False, True], [False, False, False, False]])
+    combined = combine_masks(causal_mask(4), None, padding_mask(is_pad))
+    assert combined.shape == (2, 1, 4, 4)
+    torch.testing.assert_close(combined, causal_padding_mask(is_pad))
+    assert combine_masks(None, None) is None
+    rows = padded_query_rows(is_pad)
+    assert rows.shape == (2, 1, 4, 1) and rows[0, 0, 0, 0] and not rows[1].any()
+
+
+@pytest.mark.parametrize("kind", mech.MASK_KINDS)
+def test_mask_views_against_references(kind):
+    batch = mech.parse_batch("x a b\ny c\n[PAD] [PAD]", "start")
+    for item in range(3):
+        view = mech.mask_view(batch, item, kind, "q1 q2", seed=1)
+        n_q, n_k = len(view.q_tokens), len(view.k_tokens)
+        expected = {"causal": causal_mask(n_k).numpy(),
+                    "padding": np.broadcast_to(batch.is_pad[item], (n_k, n_k)),
+                    "causal_padding": causal_mask(n_k).numpy() | batch.is_pad[item][None, :],
+                    "cross": np.broadcast_to(batch.is_pad[item], (n_q, n_k))}[kind]
+        np.testing.assert_array_equal(view.mask, expected)
+        safe = view.weights["safe"]
+        assert not np.isnan(safe).any() and np.all(safe[view.mask] == 0)
+        ok = ~view.fully_blocked
+        np.testing.assert_allclose(safe[ok].sum(-1), 1.0)
+        assert np.all(safe[view.fully_blocked] == 0)
+        scores = torch.as_tensor(view.scores)
+        ref = F.softmax(scores.masked_fill(torch.as_tensor(view.mask), float("-inf")), -1).numpy()
+        np.testing.assert_allclose(safe[ok], ref[ok], atol=1e-12)
+        assert view.fully_blocked.tolist() == view.mask.all(-1).tolist()
+        assert view.query_is_pad.tolist() == ([False] * n_q if kind == "cross" else batch.is_pad[item].tolist())
+
+
+def test_masking_methods_show_nan_and_uniform_rows():
+    batch = mech.parse_batch("[PAD] a b", "end")
+    view = mech.mask_view(batch, 0, "causal_padding", seed=0)
+    assert view.fully_blocked.tolist() == [True, False, False]
+    w = view.weights
+    assert np.isnan(w["add_inf"]).all()  # 0 * -inf = NaN in every cell
+    assert np.isnan(w["fill_inf"][0]).all() and not np.isnan(w["fill_inf"][1:]).any()
+    np.testing.assert_allclose(w["fill_1e9"][0], 1 / 3)  # a blocked row spreads evenly over the pads
+    assert np.all(w["safe"][0] == 0)
+    np.testing.assert_allclose(w["fill_1e9"][1:], w["safe"][1:], atol=1e-12)
+    summary = {r["method"]: r for r in mech.method_summary(view)}
+    assert summary["add_inf"]["nan_cells"] == 9 and summary["fill_inf"]["nan_cells"] == 3
+    assert summary["fill_1e9"]["blocked_row_sum"] == pytest.approx(1.0)
+    assert summary["safe"]["blocked_row_sum"] == 0.0 and summary["safe"]["max_blocked_weight"] == 0.0
+    fp16 = mech.fp16_fill_check()
+    assert "overflow" in fp16["fill_1e9"] and fp16["finfo_min"] == "-65504"
+
+
+def test_mask_view_errors():
+    batch = mech.parse_batch("a b")
+    with pytest.raises(InputError) as e:
+        mech.mask_view(batch, 0, "cross", "   ")
+    assert e.value.code == "mechanics.empty_sentence"
+    with pytest.raises(InputError):
+        mech.mask_view(batch, 3, "causal")
+    with pytest.raises(InputError):
+        mech.mask_view(batch, 0, "diagonal")
+
+
+# ---------------------------------------------------------------- MHA / GQA / MQA
+def test_divisors_groups_and_names():
+    assert mech.divisors(12) == [1, 2, 3, 4, 6, 12] and mech.divisors(71) == [1, 71]
+    assert mech.head_groups(8, 2) == [0, 0, 0, 0, 1, 1, 1, 1]
+    assert [mech.variant_name(8, k) for k in (8, 2, 1)] == ["MHA", "GQA", "MQA"]
+    with pytest.raises(InputError) as e:
+        mech.head_groups(8, 3)
+    assert e.value.code == "mechanics.kv_not_divisor"
+
+
+@pytest.mark.parametrize("n_kv", [4, 2, 1])
+def test_pooled_variant_matches_torch_gqa(n_kv):
+    torch.manual_seed(0)
+    mha = MultiHeadAttention(16, 4).eval()
+    gqa = mech.pooled_variant(mha, n_kv)
+    torch.testing.assert_close(gqa.k_proj.weight, mha.k_proj.weight.view(n_kv, 4 // n_kv, 4, 16).mean(1)
+                               .reshape(-1, 16))
+    x = torch.randn(2, 5, 16)
+    with torch.no_grad():
+        out, w = gqa(x, mask=causal_mask(5))
+        q = gqa.q_proj(x).view(2, 5, 4, 4).transpose(1, 2)
+        k = gqa.k_proj(x).view(2, 5, n_kv, 4).transpose(1, 2)
+        v = gqa.v_proj(x).view(2, 5, n_kv, 4).transpose(1, 2)
+        ref = F.scaled_dot_product_attention(q, k, v, is_causal=True, enable_gqa=True)
+        ref = gqa.o_proj(ref.transpose(1, 2).reshape(2, 5, 16))
+    torch.testing.assert_close(out, ref, atol=1e-5, rtol=1e-5)
+    if n_kv == 4:
+        torch.testing.assert_close(out, mha(x, mask=causal_mask(5))[0].detach())
+
+
+def test_compare_variants_and_equivalence():
+    res = mech.compare_variants(16, 4, 2, 6, seed=0)
+    assert res.names == ["MHA", "GQA", "MQA"] and res.kv_heads == [4, 2, 1]
+    assert res.outputs.shape == (3, 6, 16) and res.weights.shape == (3, 4, 6, 6)
+    assert res.rel_diff[0] == 0.0 and res.rel_diff[1] > 0 and res.rel_diff[2] > 0
+    np.testing.assert_allclose(res.weights.sum(-1), 1.0, atol=1e-6)
+    assert np.all(res.weights[:, :, np.triu_indices(6, 1)[0], np.triu_indices(6, 1)[1]] == 0)
+    assert res.params == [mech.attention_params(16, 4, kv, 4) for kv in (4, 2, 1)]
+    eq = mech.equivalence_check(24, 6)
+    assert max(eq.values()) < 1e-5
+
+
+def test_param_count_formula_matches_modules():
+    for d_model, h, kv, bias in ((32, 8, 2, False), (32, 8, 8, True), (12, 3, 1, True)):
+        m = MultiHeadAttention(d_model, h, kv, bias=bias)
+        assert sum(p.numel() for p in m.parameters()) == mech.attention_params(d_model, h, kv, d_model // h, bias)
+
+
+def test_kv_cache_arithmetic_of_known_models():
+    llama7 = mech.PRESETS["llama2_7b"]
+    assert mech.kv_cache_bytes(llama7, 32) == 512 * 1024  # 0.5 MiB per token in fp16
+    assert mech.kv_cache_bytes(llama7, 32, 4096, 1) == 2 * 2**30
+    assert mech.kv_cache_bytes(mech.PRESETS["llama2_70b"], 8) == 320 * 1024
+    assert mech.PRESETS["falcon_7b"].head_dim == 64
+    rows = mech.kv_table(llama7, 100, 3)
+    assert [r["kv_heads"] for r in rows] == [1, 2, 4, 8, 16, 32]
+    assert rows[-1]["variant"] == "MHA" and rows[0]["variant"] == "MQA" and rows[0]["group"] == 32
+    assert rows[-1]["bytes_total"] == 32 * rows[0]["bytes_total"] == 300 * rows[-1]["bytes_per_token"]
+    assert rows[-1]["params"] == 32 * 4 * 4096 * 4096
+    with pytest.raises(InputError) as e:
+        mech.custom_shape(100, 3, 2, 2)
+    assert e.value.code == "mechanics.heads_not_divisor"
+    with pytest.raises(InputError):
+        mech.kv_table(llama7, 0, 1)
+    assert mech.format_bytes(512 * 1024) == "512 KiB" and mech.format_bytes(2 * 2**30) == "2 GiB"
+    assert mech.format_count(2_147_483_648) == "2.15 B" and mech.format_count(640) == "640"
+
+
+# ---------------------------------------------------------------- cross and additive attention
+def test_cross_attention_shapes_and_padding():
+    res = mech.cross_attention(["le", "chat"], ["the", "cat", "sat", mech.PAD], 8, 2, seed=0,
+                               k_is_pad=[False, False, False, True])
+    assert res.weights.shape == (2, 2, 4) and res.out.shape == (2, 8)
+    assert res.shapes["Q"] == (1, 2, 2, 4) and res.shapes["K"] == (1, 2, 4, 4)
+    assert np.all(res.weights[..., 3] == 0)
+    np.testing.assert_allclose(res.weights.sum(-1), 1.0, atol=1e-6)
+    np.testing.assert_array_equal(mech.embed_tokens(["cat", "dog", "cat"], 4)[0],
+                                  mech.embed_tokens(["cat"], 4)[0])
+    with pytest.raises(InputError):
+        mech.cross_attention([], ["a"])
+
+
+def test_additive_scores_match_the_formula():
+    torch.manual_seed(0)
+    q, k = torch.randn(3, 4), torch.randn(5, 6)
+    w_q, w_k, v_a = torch.randn(7, 4), torch.randn(7, 6), torch.randn(7)
+    scores = additive_scores(q, k, w_q, w_k, v_a)
+    loop = torch.tensor([[float(v_a @ torch.tanh(w_q @ q[i] + w_k @ k[j])) for j in range(5)] for i in range(3)])
+    torch.testing.assert_close(scores, loop, atol=1e-5, rtol=1e-5)
+    att = AdditiveAttention(4, 6, 7)
+    v = torch.randn(2, 5, 3)
+    mask = torch.tensor([[False, True, False, False, True]] * 3)
+    mask[1] = True  # one fully blocked row
+    out, w = att(q.expand(2, 3, 4), k.expand(2, 5, 6), v, mask=mask)
+    assert out.shape == (2, 3, 3) and w.shape == (2, 3, 5) and not torch.isnan(w).any()
+    assert torch.all(w[:, 1] == 0) and torch.all(w[mask.expand(2, 3, 5)] == 0)
+    torch.testing.assert_close(w[:, [0, 2]].sum(-1), torch.ones(2, 2))
+
+
+def test_additive_vs_dot_and_cost():
+    s = _worked()
+    res = mech.additive_vs_dot(s.q, s.k, s.v, d_hidden=8, seed=0)
+    np.testing.assert_allclose(res.dot_scores, s.scaled)
+    np.testing.assert_allclose(res.dot_weights, s.weights)
+    assert res.add_scores.shape == (3, 3)
+    np.testing.assert_allclose(res.add_weights.sum(-1), 1.0)
+    ref, _ = scaled_dot_product_attention(torch.as_tensor(s.q), torch.as_tensor(s.k), torch.as_tensor(s.v))
+    np.testing.assert_allclose(res.dot_weights @ s.v, ref.numpy())
+    cost = mech.attention_cost(100, 50, 64, 32)
+    assert cost["dot"] == {"macs": 100 * 50 * 64, "memory": 5000}
+    assert cost["additive"]["memory"] == 5000 * 32 and cost["additive"]["tanh"] == 5000 * 32
+    assert cost["additive"]["macs"] == 150 * 64 * 32 + 2 * 5000 * 32
+
+
+# ---------------------------------------------------------------- every message the page can show exists
+def test_error_codes_and_dynamic_keys_are_translated():
+    strings = i18n.namespace("mechanics")
+    codes = set(re.findall(r'InputError\("mechanics\.([a-z_0-9]+)"', (ROOT / "viz_core/mechanics.py").read_text()))
+    assert len(codes) >= 15
+    dynamic = ({f"sec_{s}" for s in ("steps", "masks", "variants", "cross", "additive")}
+               | {f"src_{s}" for s in ("worked", "random", "real")}
+               | {f"mask_{k}" for k in mech.MASK_KINDS} | {f"kind_{k}_text" for k in mech.MASK_KINDS}
+               | {f"method_{m}" for m in mech.MASK_METHODS} | {"side_end", "side_start"}
+               | {f"shape_{s.note}" for s in mech.shape_walkthrough(1, 1, 4, 2)} | {"shape_view_lucky"})
+    missing = sorted((codes | dynamic) - set(strings))
+    assert not missing, missing

@@ -1,0 +1,137 @@
+"""AppTest of the Mechanics page: every section in English and Chinese, widgets driven, real content checked, and bad
+input shown as an error element instead of a traceback."""
+import base64
+import json
+
+import numpy as np
+import pytest
+
+from tests.conftest import assert_clean, run_page
+
+
+def _figures(at) -> list[dict]:
+    return [json.loads(p.proto.spec) for p in at.get("plotly_chart")]
+
+
+def _z(fig: dict) -> np.ndarray:
+    """The heatmap values of a figure spec (plotly may ship them as a base64 typed array)."""
+    z = fig["data"][0]["z"]
+    if isinstance(z, dict):
+        shape = [int(x) for x in str(z["shape"]).split(",")]
+        return np.frombuffer(base64.b64decode(z["bdata"]), dtype=z["dtype"]).reshape(shape)
+    return np.asarray(z, dtype=float)
+
+
+def _titles(at) -> list[str]:
+    return [f["layout"]["title"]["text"] for f in _figures(at)]
+
+
+def _text(at) -> str:
+    parts = [m.value for m in at.markdown] + [c.value for c in at.caption] + [s.value for s in at.success]
+    parts += [i.value for i in at.info] + [e.value for e in at.error]
+    return "\n".join(parts)
+
+
+def test_steps_worked_example_en():
+    at = run_page("mechanics", {"lang": "en"})
+    assert_clean(at)
+    titles = _titles(at)
+    assert "Q = X W_q  (3 × 2)" in titles and "softmax, each row sums to 1  (3 × 3)" in titles
+    assert any(t.startswith("Q Kᵀ / √d_k") for t in titles) and len(titles) == 12
+    weights = _z(next(f for f in _figures(at) if f["layout"]["title"]["text"].startswith("softmax")))
+    np.testing.assert_allclose(weights[0], [0.804, 0.101, 0.095], atol=6e-4)  # the study notes' numbers
+    assert "1.000, 1.000, 1.000" in _text(at)
+    at.checkbox(key="mechanics.scale").uncheck().run()
+    assert "Q Kᵀ, not scaled  (3 × 3)" in _titles(at)
+    at.checkbox(key="mechanics.causal").check().run()
+    at.checkbox(key="mechanics.train").check().run()
+    assert_clean(at)
+    titles = _titles(at)
+    assert "+ mask (−∞ where blocked)  (3 × 3)" in titles and any("dropout" in t for t in titles)
+    assert at.query_params["causal"] == ["1"] or at.query_params["causal"] == "1"
+    table = at.dataframe[-1].value  # the batched-shapes walkthrough (the four matrix editors come first)
+    assert "(2, 2, 5, 4)" in table.iloc[:, 1].tolist()
+
+
+def test_steps_random_and_shapes_zh():
+    at = run_page("mechanics", {"lang": "zh", "src": "random"})
+    assert_clean(at)
+    at.slider(key="mechanics.rn").set_value(6).run()
+    at.slider(key="mechanics.rdk").set_value(3).run()
+    assert "Q = X W_q  (6 × 3)" in _titles(at)
+    assert "每行之和" in _text(at)
+    at.slider(key="mechanics.bdm").set_value(12).run()
+    at.selectbox(key="mechanics.bh").set_value(3).run()
+    shapes = at.dataframe[-1].value.iloc[:, 1].tolist()
+    assert "(2, 3, 5, 4)" in shapes and "(2, 3, 5, 5)" in shapes
+
+
+def test_masks_nan_demo_zh():
+    at = run_page("mechanics", {"lang": "zh", "section": "masks", "side": "start", "item": "0"})
+    assert_clean(at)
+    at.selectbox(key="mechanics.kind").set_value("causal_padding").run()
+    summary = at.dataframe[0].value
+    assert summary.iloc[1, 1] > 0 and summary.iloc[3, 1] == 0  # masked_fill(-inf) has NaN, ours has none
+    assert "NaN" in summary.iloc[:, 3].tolist()
+    assert "(4, 1, 5, 5)" in _text(at) and "float16" in _text(at)
+    at.selectbox(key="mechanics.kind").set_value("cross").run()
+    at.text_input(key="mechanics.mq").input("un deux").run()
+    assert_clean(at)
+    assert any("(2 × 5)" in t for t in _titles(at))
+
+
+def test_variants_kv_slider_en():
+    at = run_page("mechanics", {"lang": "en", "section": "variants"})
+    assert_clean(at)
+    metrics = {m.label: m.value for m in at.metric}
+    assert metrics["Variant"] == "MHA (32/32)" and metrics["KV cache per token"] == "512 KiB"
+    at.select_slider(key="mechanics.kv").set_value(8).run()
+    metrics = {m.label: m.value for m in at.metric}
+    assert metrics["Variant"] == "GQA (8/32)" and metrics["KV cache per token"] == "128 KiB"
+    at.select_slider(key="mechanics.kv").set_value(1).run()
+    assert {m.label: m.value for m in at.metric}["Variant"] == "MQA (1/32)"
+    table = at.dataframe[0].value
+    assert table.iloc[0, 2] == "0.000" and float(table.iloc[2, 2]) > 0
+    assert "largest difference" in _text(at)
+    at.selectbox(key="mechanics.preset").set_value("custom").run()
+    at.number_input(key="mechanics.ch").set_value(7).run()
+    assert_clean(at)
+    assert "divisible" in _text(at)  # 4096 is not divisible by 7: a message, not a traceback
+
+
+def test_cross_and_additive_zh():
+    at = run_page("mechanics", {"lang": "zh", "section": "cross"})
+    assert_clean(at)
+    assert any("(3 × 6)" in t for t in _titles(at))
+    weights = _z(_figures(at)[0])
+    assert np.all(weights[:, 4:] == 0)  # the two [PAD] keys
+    at.radio(key="mechanics.section").set_value("additive").run()
+    assert_clean(at)
+    assert len(_titles(at)) == 5
+    at.slider(key="mechanics.an").set_value(5).run()
+    assert any("(5 × 5)" in t for t in _titles(at))
+
+
+def test_bad_input_shows_errors():
+    at = run_page("mechanics", {"lang": "en", "wq": "0.2,abc;0.3,0.5;0.4,0.6;0.1,0.2"})
+    assert_clean(at)
+    assert any("not a number" in e.value for e in at.error)
+    at = run_page("mechanics", {"lang": "zh", "section": "masks", "batch": "   "})
+    assert_clean(at)
+    assert len(at.error) == 1
+    at = run_page("mechanics", {"lang": "en", "section": "cross", "cq": "  "})
+    assert_clean(at)
+    assert any("empty" in e.value for e in at.error)
+
+
+@pytest.mark.slow
+def test_real_model_reproduces_its_weights():
+    at = run_page("mechanics", {"lang": "en", "src": "real", "rlayer": "1", "rhead": "3", "rtext": "A dog barks."})
+    assert_clean(at)
+    ok = [s.value for s in at.success]
+    assert ok and "layer 1, head 3" in ok[0]
+    diff = float(ok[0].rsplit(" ", 1)[1].rstrip("."))
+    assert diff < 1e-4
+    at = run_page("mechanics", {"lang": "en", "src": "real", "rtext": "   "})
+    assert_clean(at)
+    assert at.error
