@@ -375,7 +375,7 @@ def qkv_for(m: LoadedModel, text: str, layer: int) -> QKV:
     if not 0 <= layer < m.n_layers:
         raise InputError("attention.bad_layer", f"layer must be in 0..{m.n_layers - 1}", last=m.n_layers - 1)
     if m.kind != "encoder":
-        raise InputError("attention.qkv_unsupported", f"Q, K, V are read from encoder models only", name=m.name)
+        raise InputError("attention.qkv_unsupported", "Q, K, V are read from encoder models only", name=m.name)
     text = clean_text(text)
     captured: list[torch.Tensor] = []
     hooks = [mod.register_forward_hook(lambda _m, _i, out: captured.append(out)) for mod in _find_qkv_modules(m, layer)]

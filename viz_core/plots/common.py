@@ -8,7 +8,8 @@ import plotly.graph_objects as go
 
 PROB_SCALE = "Blues"      # one sequential scale for probabilities (0..1), the same on every page
 SIGNED_SCALE = "RdBu_r"   # one diverging scale for signed values (logits, encodings), centred on 0
-MASK_COLOUR = "rgba(128,128,128,0.55)"  # masked cells: grey with a hatch pattern, readable in both themes
+MASK_COLOUR = "rgba(128,128,128,0.55)"  # masked cells: grey with a diagonal stroke, readable in both themes
+HATCH_FILL = "rgba(128,128,128,0.35)"
 LINE_COLOURS = ("#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f",
                 "#bcbd22", "#17becf", "#393b79", "#637939", "#8c6d31", "#843c39", "#7b4173", "#3182bd")
 
@@ -63,20 +64,25 @@ def matrix_heatmap(z: np.ndarray, row_labels: Sequence[str] | None = None, col_l
         colorbar=dict(title=dict(text=value_name, side="right"), thickness=12),
     ))
     if mask is not None and np.any(mask):
-        _add_mask_overlay(fig, np.asarray(mask, dtype=bool))
+        add_mask_overlay(fig, np.asarray(mask, dtype=bool))
     _matrix_axes(fig, rows, cols, x_title, y_title)
     fig.update_layout(title=dict(text=title), height=height or _auto_height(n_rows), margin=dict(l=10, r=10, t=50, b=10))
     return fig
 
 
-def _add_mask_overlay(fig: go.Figure, mask: np.ndarray) -> None:
-    """Grey hatched cells over masked positions (hover still reports the value underneath)."""
-    ys, xs = np.nonzero(mask)
-    fig.add_trace(go.Scatter(
-        x=xs, y=ys, mode="markers", hoverinfo="skip", showlegend=False,
-        marker=dict(symbol="square-x-open", size=max(6, min(40, 400 // max(mask.shape))), color=MASK_COLOUR,
-                    line=dict(width=1.5, color=MASK_COLOUR)),
-    ))
+def add_mask_overlay(fig: go.Figure, mask: np.ndarray) -> None:
+    """Masked cells: grey and cell-sized (a second heatmap) with a diagonal stroke (one line trace), so they scale
+    with the figure; two traces whatever the number of cells. Hover still reports the value underneath."""
+    n_rows, n_cols = mask.shape
+    fig.add_trace(go.Heatmap(z=np.where(mask, 1.0, np.nan), x=np.arange(n_cols), y=np.arange(n_rows),
+                             colorscale=[[0, HATCH_FILL], [1, HATCH_FILL]], showscale=False, hoverinfo="skip"))
+    xs: list = []
+    ys: list = []
+    for i, j in zip(*np.nonzero(mask)):
+        xs += [j - 0.5, j + 0.5, None]
+        ys += [i + 0.5, i - 0.5, None]
+    fig.add_trace(go.Scatter(x=xs, y=ys, mode="lines", line=dict(width=1, color=MASK_COLOUR), hoverinfo="skip",
+                             showlegend=False))
 
 
 def _matrix_axes(fig: go.Figure, rows: Sequence[str], cols: Sequence[str], x_title: str, y_title: str) -> None:

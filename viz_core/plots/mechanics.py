@@ -8,12 +8,11 @@ import numpy as np
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-from .common import LINE_COLOURS, MASK_COLOUR, matrix_heatmap
+from .common import LINE_COLOURS, MASK_COLOUR, add_mask_overlay, matrix_heatmap
 
 ANNOTATE_MAX_CELLS = 120      # write the value in each cell of matrices this small ...
 ANNOTATE_MAX_COLS = 10        # ... and this narrow
 HATCH_MAX_CELLS = 2500        # masked cells drawn as cell-sized hatched squares up to this many (else markers)
-HATCH_FILL = "rgba(128,128,128,0.35)"
 DONT_CARE_COLOUR = "rgba(255,170,0,0.18)"
 
 
@@ -48,7 +47,7 @@ def stage_matrix(z: np.ndarray, title: str, *, rows: Sequence[str] | None = None
                          y_title=y_title, value_name=value_name, signed=not prob, mask=None if hatch else mask,
                          zmax=zmax, height=height or _height(z.shape[0]))
     if hatch:
-        _hatch(fig, mask)
+        add_mask_overlay(fig, mask)
     if z.size <= ANNOTATE_MAX_CELLS and z.shape[1] <= ANNOTATE_MAX_COLS:
         text = _cell_text(z, fmt)
         fig.update_traces(text=np.where(np.isfinite(z), text, ""), texttemplate="%{text}", textfont=dict(size=11),
@@ -70,21 +69,6 @@ def _write_non_finite(fig: go.Figure, z: np.ndarray, text: np.ndarray) -> None:
     if len(ys):
         fig.add_trace(go.Scatter(x=xs, y=ys, mode="text", text=text[ys, xs], hoverinfo="skip", showlegend=False,
                                  textfont=dict(size=11, color="rgba(110,110,110,1)")))
-
-
-def _hatch(fig: go.Figure, mask: np.ndarray) -> None:
-    """Masked cells: grey, cell-sized (a second heatmap) with a diagonal stroke (one line trace), so they scale with
-    the figure; two traces whatever the number of cells (one plotly shape per cell would be slow)."""
-    n_rows, n_cols = mask.shape
-    fig.add_trace(go.Heatmap(z=np.where(mask, 1.0, np.nan), x=np.arange(n_cols), y=np.arange(n_rows),
-                             colorscale=[[0, HATCH_FILL], [1, HATCH_FILL]], showscale=False, hoverinfo="skip"))
-    xs: list = []
-    ys: list = []
-    for i, j in zip(*np.nonzero(mask)):
-        xs += [j - 0.5, j + 0.5, None]
-        ys += [i + 0.5, i - 0.5, None]
-    fig.add_trace(go.Scatter(x=xs, y=ys, mode="lines", line=dict(width=1, color=MASK_COLOUR), hoverinfo="skip",
-                             showlegend=False))
 
 
 def _height(n_rows: int) -> int:
