@@ -7,7 +7,6 @@ import pandas as pd
 import streamlit as st
 
 from app_pages import _ui as ui
-from app_pages._ui import models
 from app_pages._ui import positions as cache
 from viz_core import positional as P
 from viz_core.errors import InputError
@@ -21,6 +20,17 @@ ui.setup("positions")
 
 def _npz_button(label_key: str, file_name: str, key: str, **arrays) -> None:
     ui.download(ui.t(label_key), partial(ui.npz_bytes, **arrays), file_name, "application/octet-stream", key=key)
+
+
+def _ranged_slider(label: str, lo: int, hi: int, param: str, default: int, container=st, **kw) -> int:
+    """ui.slider whose range depends on other widgets. Streamlit re-creates a slider when its range changes and
+    would reset it to the minimum; re-stating the current value (clamped to the new range) keeps it."""
+    if hi <= lo:  # a one-value range cannot be a slider
+        return lo
+    key = f"positions.{param}"
+    if isinstance(st.session_state.get(key), int):
+        st.session_state[key] = min(max(st.session_state[key], lo), hi)
+    return ui.slider(label, lo, hi, param, min(max(default, lo), hi), container=container, **kw)
 
 
 # ---------------------------------------------------------------- shared sizes (parts 1-3)
@@ -42,8 +52,8 @@ def _thinned_caption(view: cache.TableView) -> None:
 # ---------------------------------------------------------------- 1. heatmap and waves
 def part_heatmap() -> None:
     st.markdown(ui.t("positions.heatmap_intro"))
-    ui.latex(r"PE_{(pos,\,2i)} = \sin\!\left(\frac{pos}{10000^{2i/d_{model}}}\right),\qquad "
-             r"PE_{(pos,\,2i+1)} = \cos\!\left(\frac{pos}{10000^{2i/d_{model}}}\right)")
+    ui.latex(r"\begin{aligned}PE_{(pos,\,2i)} &= \sin\!\left(pos / 10000^{2i/d_{model}}\right)\\ "
+             r"PE_{(pos,\,2i+1)} &= \cos\!\left(pos / 10000^{2i/d_{model}}\right)\end{aligned}")
     max_len, d_model = _sizes()
     if max_len == 0:
         st.info(ui.t("positions.empty_len"))
@@ -51,7 +61,7 @@ def part_heatmap() -> None:
     view = cache.encoding_view(max_len, d_model)
     ui.plot(plots.encoding_heatmap(view.values, view.rows, view.cols, title=ui.t("positions.heatmap_title"),
                                    x_title=ui.t("positions.dimension"), y_title=ui.t("positions.position"),
-                                   value_name=ui.t("positions.value")), key="pe_heatmap")
+                                   value_name=ui.t("positions.value"), max_ticks=10), key="pe_heatmap")
     _thinned_caption(view)
     _npz_button("positions.download_pe", f"sinusoidal_pe_{max_len}x{d_model}.npz", "dl_pe",
                 pe=cache.encoding(max_len, d_model))
@@ -67,11 +77,11 @@ def _dim_name(j: int, d_model: int) -> str:
 def _waves(max_len: int, d_model: int) -> None:
     st.subheader(ui.t("positions.waves_header"))
     st.markdown(ui.t("positions.waves_intro"))
-    ui.latex(r"\lambda_i = \frac{2\pi}{\omega_i} = 2\pi \cdot 10000^{2i/d_{model}}")
+    ui.latex(r"\begin{aligned}\omega_i &= 10000^{-2i/d_{model}}\\ \lambda_i &= 2\pi / \omega_i = "
+             r"2\pi \cdot 10000^{2i/d_{model}}\end{aligned}")
     c1, c2 = st.columns(2)
-    dim_a = ui.slider(ui.t("positions.dim_a"), 0, d_model - 1, "dim_a", 0, container=c1) if d_model > 1 else 0
-    dim_b = ui.slider(ui.t("positions.dim_b"), 0, d_model - 1, "dim_b", d_model // 2, container=c2) \
-        if d_model > 1 else 0
+    dim_a = _ranged_slider(ui.t("positions.dim_a"), 0, d_model - 1, "dim_a", 0, container=c1)
+    dim_b = _ranged_slider(ui.t("positions.dim_b"), 0, d_model - 1, "dim_b", d_model // 2, container=c2)
     dims = tuple(dict.fromkeys((dim_a, dim_b)))
     x_dense, dense, samples = cache.waves(max_len, d_model, dims)
     ui.plot(plots.waves_figure(x_dense, dense, np.arange(max_len), samples, [_dim_name(j, d_model) for j in dims],
@@ -89,8 +99,9 @@ def _waves(max_len: int, d_model: int) -> None:
 # ---------------------------------------------------------------- 2. similarity
 def part_similarity() -> None:
     st.markdown(ui.t("positions.sim_intro"))
-    ui.latex(r"PE(p)\cdot PE(q) = \sum_i \big[\sin(p\,\omega_i)\sin(q\,\omega_i) + \cos(p\,\omega_i)\cos(q\,\omega_i)"
-             r"\big] = \sum_i \cos\big((p-q)\,\omega_i\big)")
+    ui.latex(r"\begin{aligned}PE(p)\cdot PE(q) &= \textstyle\sum_i \big[\sin(p\,\omega_i)\sin(q\,\omega_i)\\ "
+             r"&\qquad + \cos(p\,\omega_i)\cos(q\,\omega_i)\big]\\ "
+             r"&= \textstyle\sum_i \cos\big((p-q)\,\omega_i\big)\end{aligned}")
     max_len, d_model = _sizes()
     if max_len == 0:
         st.info(ui.t("positions.empty_len"))
@@ -100,7 +111,8 @@ def part_similarity() -> None:
     v = cache.similarity_view(max_len, d_model, cosine)
     value_name = ui.t("positions.measure_cosine") if cosine else ui.t("positions.measure_dot")
     ui.plot(plots.similarity_heatmap(v.sim, v.idx, title=ui.t("positions.sim_title"),
-                                     axis_title=ui.t("positions.position"), value_name=value_name), key="sim")
+                                     axis_title=ui.t("positions.position"), value_name=value_name, max_ticks=10),
+            key="sim")
     if len(v.idx) < max_len:
         st.caption(ui.t("positions.sim_thinned", rows=len(v.idx), n=max_len))
     st.metric(ui.t("positions.deviation"), f"{v.deviation:.2e}", help=ui.t("positions.deviation_help"))
@@ -119,27 +131,25 @@ def _similarity_profile(v: cache.SimilarityView, max_len: int, d_model: int, cos
         series[ui.t("positions.theory")] = v.theory
     ui.plot(plots.lines_figure(k, series, title=ui.t("positions.profile_title"), x_title=ui.t("positions.offset"),
                                y_title=value_name, markers=max_len <= 80,
-                               dash={ui.t("positions.theory"): "dot"}), key="sim_profile")
+                               dash={ui.t("positions.theory"): "dot", ui.t("positions.from_pos", p=v.mid): "dash"}),
+            key="sim_profile")
     st.caption(ui.t("positions.profile_caption"))
 
 
 # ---------------------------------------------------------------- 3. relative positions
 def part_relative() -> None:
     st.markdown(ui.t("positions.rel_intro"))
-    ui.latex(r"\begin{pmatrix}\sin((pos+k)\,\omega_i)\\ \cos((pos+k)\,\omega_i)\end{pmatrix} = "
-             r"\begin{pmatrix}\cos(k\,\omega_i) & \sin(k\,\omega_i)\\ -\sin(k\,\omega_i) & \cos(k\,\omega_i)"
-             r"\end{pmatrix}\begin{pmatrix}\sin(pos\,\omega_i)\\ \cos(pos\,\omega_i)\end{pmatrix}")
+    ui.latex(r"\begin{pmatrix}\sin((pos+k)\,\omega_i)\\ \cos((pos+k)\,\omega_i)\end{pmatrix} = R(k\,\omega_i)"
+             r"\begin{pmatrix}\sin(pos\,\omega_i)\\ \cos(pos\,\omega_i)\end{pmatrix}")
+    ui.latex(r"R(\theta) = \begin{pmatrix}\cos\theta & \sin\theta\\ -\sin\theta & \cos\theta\end{pmatrix}")
     max_len, d_model = _sizes()
     if max_len < 2 or d_model < 2:
         st.info(ui.t("positions.rel_too_small"))
         return
     c1, c2, c3 = st.columns(3)
-    k = ui.slider(ui.t("positions.shift"), 1, min(max_len - 1, 256), "shift", min(4, max_len - 1), container=c1) \
-        if max_len > 2 else 1
-    pair = ui.slider(ui.t("positions.pair_pick"), 0, d_model // 2 - 1, "pair", 0, container=c2) \
-        if d_model >= 4 else 0
-    pos = ui.slider(ui.t("positions.pos_pick"), 0, max_len - 1 - k, "pos", 0, container=c3) \
-        if max_len - 1 - k > 0 else 0
+    k = _ranged_slider(ui.t("positions.shift"), 1, min(max_len - 1, 256), "shift", 4, container=c1)
+    pair = _ranged_slider(ui.t("positions.pair_pick"), 0, d_model // 2 - 1, "pair", 0, container=c2)
+    pos = _ranged_slider(ui.t("positions.pos_pick"), 0, max_len - 1 - k, "pos", 0, container=c3)
     v = cache.rotation_view(max_len, d_model, k, pair)
     angle = k * P.angular_frequencies(d_model)[pair]
     left, right = st.columns(2)
@@ -195,9 +205,9 @@ def part_example() -> None:
 # ---------------------------------------------------------------- 5. sqrt(d_model)
 def part_scale() -> None:
     st.markdown(ui.t("positions.scale_intro"))
-    ui.latex(r"e \sim \mathcal{N}\!\left(0, \tfrac{1}{d_{model}}\right)^{d_{model}} \Rightarrow \lVert e\rVert "
-             r"\approx 1,\qquad \lVert \sqrt{d_{model}}\, e\rVert \approx \sqrt{d_{model}},\qquad "
-             r"\lVert PE(pos)\rVert = \sqrt{d_{model}/2}")
+    ui.latex(r"\begin{aligned}e_j \sim \mathcal{N}\!\left(0, \tfrac{1}{d_{model}}\right) &\Rightarrow "
+             r"\lVert e\rVert \approx 1\\ \lVert \sqrt{d_{model}}\, e\rVert &\approx \sqrt{d_{model}}\\ "
+             r"\lVert PE(pos)\rVert &= \sqrt{d_{model}/2}\end{aligned}")
     s = cache.norm_study(NORM_DS)
     d_name = {"raw": ui.t("positions.norm_token"), "scaled": ui.t("positions.norm_scaled"),
               "pe": ui.t("positions.norm_pe")}
@@ -214,7 +224,7 @@ def part_scale() -> None:
                                    y_title=ui.t("positions.cos_axis"), log_x=True), key="cos_share")
     d = ui.selectbox(ui.t("positions.scale_d"), NORM_DS[3:], "sd", default=512)
     i = list(s.d_models).index(d)
-    acc_raw, acc_scaled = cache.nearest_accuracy(d)
+    acc_raw, acc_scaled = cache.nearest_accuracies(NORM_DS[3:])[d]
     cols = st.columns(4)
     cols[0].metric(d_name["raw"], f"{s.token_norm[i]:.3f}")
     cols[1].metric(d_name["scaled"], f"{s.scaled_norm[i]:.2f}")
@@ -229,8 +239,11 @@ def part_scale() -> None:
 # ---------------------------------------------------------------- 6. learned vs fixed vs rotary
 def part_learned() -> None:
     st.markdown(ui.t("positions.learned_intro"))
-    ui.latex(r"\text{RoPE:}\quad q_p = R_p\, q,\; k_r = R_r\, k \;\Rightarrow\; q_p\cdot k_r = q^\top R_{r-p}\, k")
+    ui.latex(r"\begin{aligned}q_p &= R_p\, q,\quad k_r = R_r\, k\\ q_p\cdot k_r &= q^\top R_p^\top R_r\, k "
+             r"= q^\top R_{r-p}\, k\end{aligned}")
     try:
+        from app_pages._ui import models  # imported here: loading transformers is only needed for this part
+
         with st.spinner(ui.t("positions.loading_model")):
             learned = models.position_embeddings()
     except Exception as e:  # noqa: BLE001 - a model that cannot load must not break the page
@@ -239,7 +252,7 @@ def part_learned() -> None:
     if learned is None:
         st.info(ui.t("positions.no_learned"))
         return
-    n = ui.slider(ui.t("positions.n_positions"), 8, int(learned.shape[0]), "n_pos", min(128, learned.shape[0]))
+    n = _ranged_slider(ui.t("positions.n_positions"), 8, int(learned.shape[0]), "n_pos", 128)
     c = cache.comparison(learned, n)
     names = {"learned": ui.t("positions.kind_learned"), "sinusoidal": ui.t("positions.kind_sinusoidal"),
              "rope": ui.t("positions.kind_rope")}
@@ -249,7 +262,7 @@ def part_learned() -> None:
                                title=ui.t("positions.cmp_profile_title"), x_title=ui.t("positions.offset"),
                                y_title=ui.t("positions.mean_cos"), markers=False), key="cmp_profile")
     st.dataframe(pd.DataFrame({ui.t("positions.col_kind"): list(names.values()),
-                               ui.t("positions.col_deviation"): [c.deviations[k] for k in names],
+                               ui.t("positions.col_deviation"): [f"{c.deviations[k]:.2e}" for k in names],
                                ui.t("positions.col_norm"): [f"{c.norms[k][0]:.3f} ({c.norms[k][1]:.3f} – "
                                                             f"{c.norms[k][2]:.3f})" for k in names]}),
                  hide_index=True)
@@ -265,20 +278,21 @@ def _comparison_row(c: cache.Comparison, names: dict, tables: bool) -> None:
                 v = c.tables[kind]
                 fig = plots.encoding_heatmap(v.values, v.rows, v.cols, title=names[kind],
                                              x_title=ui.t("positions.dimension"), y_title=ui.t("positions.position"),
-                                             value_name=ui.t("positions.value"), height=420)
+                                             value_name=ui.t("positions.value"), height=420, max_ticks=6)
             else:
                 idx, sim = c.sims[kind]
                 fig = plots.similarity_heatmap(sim, idx, title=ui.t("positions.cmp_sim_title", kind=names[kind]),
                                                axis_title=ui.t("positions.position"),
-                                               value_name=ui.t("positions.measure_cosine"), height=420)
+                                               value_name=ui.t("positions.measure_cosine"), height=420,
+                                               max_ticks=6)
             ui.plot(fig, key=f"cmp_{kind}_{'table' if tables else 'sim'}")
 
 
 # ---------------------------------------------------------------- 7. order matters
 def part_order() -> None:
     st.markdown(ui.t("positions.order_intro"))
-    ui.latex(r"\mathrm{Attn}(P X) = P\,\mathrm{Attn}(X)\quad\text{but}\quad "
-             r"\mathrm{Attn}(P X + PE) \neq P\,\mathrm{Attn}(X + PE)")
+    ui.latex(r"\begin{aligned}\mathrm{Attn}(P X) &= P\,\mathrm{Attn}(X)\\ "
+             r"\mathrm{Attn}(P X + PE) &\neq P\,\mathrm{Attn}(X + PE)\end{aligned}")
     text = ui.text(ui.t("positions.tokens"), "tokens", "the cat sat on the mat", max_chars=300,
                    help=ui.t("positions.tokens_help", limit=P.MAX_TOKENS))
     c1, c2, c3 = st.columns([2, 1, 1])

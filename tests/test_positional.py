@@ -116,6 +116,7 @@ def test_shift_is_a_fixed_rotation(d_model, k):
     predicted, err = P.shift_by_rotation(pe, k)
     assert predicted.shape == (100 - k, d_model)
     assert np.abs(err).max() < 1e-12
+    np.testing.assert_allclose(predicted, pe[: 100 - k] @ P.rotation_matrix(d_model, k).T, atol=1e-12)
     blocks = P.rotation_blocks(d_model, k)
     for b in blocks:  # each block is a proper rotation
         np.testing.assert_allclose(b @ b.T, np.eye(2), atol=1e-14)
@@ -158,7 +159,8 @@ def test_worked_example_same_word_at_positions_0_and_4():
 
 
 @pytest.mark.parametrize("text,code", [("", "positions.empty_vector"), ("1, x, 3", "positions.bad_number"),
-                                       ("1 nan", "positions.bad_vector"), (" ".join(["1"] * 65), "positions.bad_vector")])
+                                       ("1 nan", "positions.bad_vector"),
+                                       (" ".join(["1"] * 65), "positions.bad_vector")])
 def test_parse_vector_rejects(text, code):
     with pytest.raises(InputError) as err:
         P.parse_vector(text)

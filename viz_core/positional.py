@@ -160,7 +160,8 @@ def rotation_matrix(d_model: int, k: int, base: float = BASE) -> np.ndarray:
 
 
 def shift_by_rotation(pe: np.ndarray, k: int, base: float = BASE) -> tuple[np.ndarray, np.ndarray]:
-    """Predict PE(pos + k) as M_k PE(pos) for every pos with pos + k < N.
+    """Predict PE(pos + k) as M_k PE(pos) for every pos with pos + k < N, applying the 2x2 blocks pair by pair
+    (the same as multiplying by rotation_matrix, in O(N d) instead of O(N d^2)).
 
     Returns (predicted (N - k, d), error = predicted - PE(pos + k) (N - k, d)). k must be in 0 .. N - 1.
     """
@@ -169,7 +170,10 @@ def shift_by_rotation(pe: np.ndarray, k: int, base: float = BASE) -> tuple[np.nd
     if not 0 <= k < n:
         raise InputError("positions.bad_shift", f"the shift k must be between 0 and max_len - 1 = {n - 1}; got {k}",
                          k=k, max_k=n - 1)
-    predicted = pe[: n - k] @ rotation_matrix(d_model, k, base).T  # (N - k, d)
+    blocks = rotation_blocks(d_model, k, base)  # (n_full_pairs, 2, 2)
+    pairs = pe[: n - k, : 2 * len(blocks)].reshape(n - k, len(blocks), 2)  # (N - k, n_full_pairs, 2)
+    predicted = pe[: n - k].copy()  # the lone sine column of an odd d_model stays as it is
+    predicted[:, : 2 * len(blocks)] = np.einsum("pab,npb->npa", blocks, pairs).reshape(n - k, -1)  # (N - k, 2m)
     return predicted, predicted - pe[k:]
 
 

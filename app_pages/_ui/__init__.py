@@ -103,6 +103,9 @@ def radio(label: str, options: Sequence, param: str, default: Any = None,
 def slider(label: str, min_value, max_value, param: str, default, step=None, container=st, **kw):
     """st.slider backed by ?param=; a URL value outside [min, max] falls back to the default."""
     cast = float if isinstance(default, float) else int
+    key = _key(param)
+    if isinstance(st.session_state.get(key), (int, float)):  # the range moved (it depends on another widget): clamp
+        st.session_state[key] = min(max(st.session_state[key], min_value), max_value)
     key = _initial(param, default, cast, lambda v: isinstance(v, (int, float)) and min_value <= v <= max_value)
     value = container.slider(label, min_value, max_value, key=key, step=step, **kw)
     _publish(param, value)

@@ -90,7 +90,7 @@ def _profile(pe: np.ndarray, p: int, cosine: bool) -> np.ndarray:
 
 
 @st.cache_data(show_spinner=False, max_entries=16)
-def rotation_view(max_len: int, d_model: int, k: int, pair: int, corner: int = 12) -> RotationView:
+def rotation_view(max_len: int, d_model: int, k: int, pair: int, corner: int = 8) -> RotationView:
     pe = P.sinusoidal_encoding(max_len, d_model)  # (N, d)
     _, err = P.shift_by_rotation(pe, k)  # (N - k, d)
     c = min(corner, d_model)
@@ -103,10 +103,11 @@ def norm_study(d_models: tuple[int, ...]) -> P.NormStudy:
     return P.norm_study(d_models)
 
 
-@st.cache_data(show_spinner=False, max_entries=16)
-def nearest_accuracy(d_model: int) -> tuple[float, float]:
-    """Nearest-token accuracy of x + PE (without, with the sqrt(d_model) factor)."""
-    return P.nearest_token_accuracy(d_model, False), P.nearest_token_accuracy(d_model, True)
+@st.cache_data(show_spinner=False, max_entries=4)
+def nearest_accuracies(d_models: tuple[int, ...]) -> dict[int, tuple[float, float]]:
+    """Nearest-token accuracy of x + PE (without, with the sqrt(d_model) factor) for every width at once, so that
+    picking another width afterwards is a cache hit."""
+    return {d: (P.nearest_token_accuracy(d, False), P.nearest_token_accuracy(d, True)) for d in d_models}
 
 
 @dataclass

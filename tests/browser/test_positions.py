@@ -1,0 +1,56 @@
+"""Positions page in headless Chromium: every part draws without an exception (English and Chinese, wide, narrow
+and dark), a slider move lands in the URL, and the URL restores the view. Screenshots go to artifacts/screenshots/."""
+from __future__ import annotations
+
+import pytest
+
+from tests.browser.conftest import assert_no_exception, screenshot, wait_done
+
+pytestmark = pytest.mark.browser
+
+PARTS = ("heatmap", "similarity", "relative", "example", "scale", "learned", "order")
+
+
+def _plots(page) -> int:
+    """Number of plotly figures, once the first one has mounted (plotly's code loads lazily)."""
+    page.wait_for_selector("[data-testid='stPlotlyChart']", timeout=60_000)
+    return page.locator("[data-testid='stPlotlyChart']").count()
+
+
+@pytest.mark.parametrize("part", PARTS)
+@pytest.mark.parametrize("lang", ["en", "zh"])
+def test_every_part_renders(open_page, part, lang):
+    page = open_page(f"/positions?lang={lang}&part={part}")
+    assert_no_exception(page)
+    assert page.locator("[data-testid='stAlert']").filter(has_text="Something went wrong").count() == 0
+    assert _plots(page) >= 1
+    screenshot(page, f"positions-{part}-{lang}")
+
+
+@pytest.mark.parametrize("part,width,dark", [("heatmap", 420, False), ("relative", 420, False),
+                                             ("order", 420, True), ("learned", 1400, True)])
+def test_narrow_and_dark(open_page, part, width, dark):
+    page = open_page(f"/positions?lang=zh&part={part}", width=width, dark=dark)
+    assert_no_exception(page)
+    assert _plots(page) >= 1
+    screenshot(page, f"positions-{part}-zh-{width}{'-dark' if dark else ''}")
+
+
+def test_slider_move_is_in_the_url_and_the_url_restores_it(open_page, server_url):
+    page = open_page("/positions?lang=en&part=heatmap&max_len=32&d_model=16")
+    thumb = page.locator("[data-testid='stSlider'] input[type='range']").nth(1)  # d_model
+    thumb.focus()
+    thumb.press("ArrowRight")
+    wait_done(page)
+    assert "d_model=17" in page.url
+    assert_no_exception(page)
+    again = open_page("/positions?lang=en&part=heatmap&max_len=32&d_model=17")
+    assert again.locator("[data-testid='stSlider'] input[type='range']").nth(1).input_value() == "17"
+    screenshot(again, "positions-heatmap-en-odd")
+
+
+def test_bad_vector_shows_a_message(open_page):
+    page = open_page("/positions?lang=zh&part=example&vec=1,%20x,%203")
+    assert_no_exception(page)
+    assert page.locator("[data-testid='stAlert']").filter(has_text="不是数字").count() == 1
+    screenshot(page, "positions-example-zh-error")
