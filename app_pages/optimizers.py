@@ -69,7 +69,9 @@ def surface_controls():
 def racer_picks() -> list[str]:
     cols = st.columns(len(ALL))
     nm = names()
-    return [n for n, c in zip(ALL, cols) if ui.checkbox(nm[n], f"r_{n}", default=n in opt.CLASSIC, container=c)]
+    return [n for n, c in zip(ALL, cols) if ui.checkbox(
+        nm[n], f"r_{n}", default=n in opt.CLASSIC, container=c,
+        help=ui.t("optimizers.extra_help") if n in opt.EXTRAS else None)]
 
 
 def own_lr(name: str, lr: float, col) -> float:
@@ -97,7 +99,7 @@ def hyper_controls(picked: list[str], lr: float) -> tuple[opt.RacerSpec, ...]:
         hyper["adam"] = adam
         lrs = {n: own_lr(n, lr, c) for n, c in zip(opt.CLASSIC, cols)}
         st.caption(ui.t("optimizers.extras_caption"))
-        wd = ui.selectbox(ui.t("optimizers.weight_decay"), WD_CHOICES, "wd", 0.01)
+        wd = ui.selectbox(ui.t("optimizers.weight_decay"), WD_CHOICES, "wd", 0.01, container=st.columns(3)[0])
     hyper["adamw"] = {**adam, "weight_decay": wd}
     hyper["nadam"] = dict(adam)
     return tuple(opt.RacerSpec(n, lrs.get(n, lr), tuple(sorted(hyper[n].items()))) for n in picked)
@@ -215,12 +217,20 @@ def inside_tab(result: opt.RaceResult, labels) -> None:
     nm = names()
     ui.plot(plots.step_size_figure(result.trajectories, nm, labels), key="optimizers.step_chart")
     st.caption(ui.t("optimizers.step_caption"))
+    state_viewer(result, labels)
+
+
+@st.fragment
+def state_viewer(result: opt.RaceResult, labels) -> None:
+    """One racer's inner state (a fragment: choosing another racer redraws only this part)."""
+    nm = names()
     racers = [tr.name for tr in result.trajectories]
     who = ui.selectbox(ui.t("optimizers.inspect"), racers, "inspect", default="adam" if "adam" in racers else racers[0],
                        format_func=nm.get)
     tr = next(tr for tr in result.trajectories if tr.name == who)
     title = ui.t("optimizers.fig_state_title", name=nm[who])
     ui.plot(plots.state_figure(tr, state_names(), {**labels, "state_title": title}), key="optimizers.state_chart")
+    st.caption(ui.t("optimizers.state_caption"))
 
 
 # ---------------------------------------------------------------- the schedules tab
@@ -231,10 +241,16 @@ def schedules_tab(sched: schedules.ScheduleConfig, steps: int, lr: float, labels
     curves = cached.schedule_curves(sched, steps, lr)
     named = {ui.t(f"optimizers.sched_{k}"): v for k, v in curves.items()}
     ui.plot(plots.schedule_figure(named, ui.t(f"optimizers.sched_{sched.kind}"), labels), key="optimizers.sched_chart")
+    paper_schedule(labels)
+
+
+@st.fragment
+def paper_schedule(labels) -> None:
+    """The paper's own schedule for a few (d_model, warmup) pairs and the user's (a fragment, like state_viewer)."""
     c1, c2 = st.columns(2)
     d_model = ui.number("d_model", 16, 4096, "tf_dmodel", 512, step=16, container=c1)
     warmup = ui.number(ui.t("optimizers.warmup"), 1, 50_000, "tf_warmup", 4000, step=500, container=c2)
-    steps = np.arange(1, 20_001)
+    steps = np.unique(np.concatenate([np.arange(1, 20_001, 20), [512, 4000, 8000, int(warmup)]]))   # (S,)
     pairs = [(512, 4000), (512, 8000), (256, 4000), (int(d_model), int(warmup))]
     paper = {f"d_model={d}, warmup={w}": schedules.transformer_lr(steps, d, w) for d, w in dict.fromkeys(pairs)}
     ui.plot(plots.transformer_schedule_figure(steps, paper, labels), key="optimizers.paper_chart")

@@ -95,14 +95,15 @@ def momentum_rule(p, g, state, lr, momentum=0.9):
 
 def adagrad_rule(p, g, state, lr, eps=1e-8):
     """G <- G + g^2 (sum of every squared gradient so far), theta <- theta - lr g / (sqrt(G) + eps)."""
-    state["sum_sq"] = state.get("sum_sq", _zeros(g)) + g * g
+    state["sum_sq"] = (state["sum_sq"] if "sum_sq" in state else _zeros(g)) + g * g
     denom = _sqrt(state["sum_sq"]) + eps
     return p - lr * g / denom, lr / denom
 
 
 def rmsprop_rule(p, g, state, lr, alpha=0.9, eps=1e-8):
     """s <- alpha s + (1 - alpha) g^2 (moving average), theta <- theta - lr g / (sqrt(s) + eps)."""
-    state["square_avg"] = state.get("square_avg", _zeros(g)) * alpha + (1 - alpha) * g * g
+    s = state["square_avg"] if "square_avg" in state else _zeros(g)
+    state["square_avg"] = s * alpha + (1 - alpha) * g * g
     denom = _sqrt(state["square_avg"]) + eps
     return p - lr * g / denom, lr / denom
 
@@ -113,8 +114,9 @@ def adam_rule(p, g, state, lr, beta1=0.9, beta2=0.999, eps=1e-8):
     eps is added after the square root, as in torch.optim.Adam.
     """
     t = state["step"]
-    state["m"] = state.get("m", _zeros(g)) * beta1 + (1 - beta1) * g
-    state["v"] = state.get("v", _zeros(g)) * beta2 + (1 - beta2) * g * g
+    m, v = (state["m"], state["v"]) if "m" in state else (_zeros(g), _zeros(g))
+    state["m"] = m * beta1 + (1 - beta1) * g
+    state["v"] = v * beta2 + (1 - beta2) * g * g
     state["m_hat"] = state["m"] / (1 - beta1 ** t)
     state["v_hat"] = state["v"] / (1 - beta2 ** t)
     denom = _sqrt(state["v_hat"]) + eps
@@ -273,24 +275,36 @@ def _grad(surface: Surface, p: np.ndarray) -> np.ndarray:
     return np.stack([gx, gy], axis=-1)                                  # (..., 2)
 
 
+def _point_checker(surface: Surface):
+    """A fast test for one point (2,): True if it is not finite or absurdly far outside the box (see _is_off)."""
+    cx, cy = sum(surface.x_range) / 2, sum(surface.y_range) / 2
+    bound = DIVERGE_FACTOR * surface.span
+
+    def off(p: np.ndarray) -> bool:
+        x, y = p.tolist()
+        return not (math.isfinite(x) and math.isfinite(y)) or math.hypot(x - cx, y - cy) > bound
+    return off
+
+
 def simulate(surface: Surface, spec: RacerSpec, start, lrs: np.ndarray, noise: np.ndarray) -> Trajectory:
     """Run a classic optimizer with the shared rule on numpy float64: lrs (steps,) is the lr at each update."""
     if spec.name in EXTRAS:
         return simulate_torch(surface, spec, start, lrs, noise)
-    hyper, state = spec.hyper_dict(), {}
-    p = np.asarray(start, dtype=float)
+    hyper, state, off = spec.hyper_dict(), {}, _point_checker(surface)
+    p = np.asarray(start, dtype=float)                                  # (2,)
     path, grads, deltas, effs, states, diverged = [p], [], [], [], [], None
     with np.errstate(all="ignore"):
-        for t, lr in enumerate(lrs, start=1):
-            g = _grad(surface, p) + noise[t - 1]
+        for t, lr in enumerate(lrs.tolist(), start=1):
+            g = np.array(surface.grad(p[0], p[1])) + noise[t - 1]      # (2,)
             new_p, eff = rule_step(spec.name, p, g, state, lr, hyper)
-            if not np.isfinite(new_p).all():
+            blown = off(new_p)
+            if blown and not np.isfinite(new_p).all():    # overflow: keep the last finite point only
                 diverged = t
                 break
             path.append(new_p), grads.append(g), deltas.append(new_p - p), effs.append(eff)
             states.append({k: v for k, v in state.items() if k != "step"})
             p = new_p
-            if _is_off(surface, p):
+            if blown:                                      # finite but far away: drawn, leaving the plot
                 diverged = t
                 break
         return _trajectory(surface, spec, path, grads, deltas, effs, states, diverged)
@@ -457,7 +471,7 @@ LATEX = {
     "adagrad": r"G_t = G_{t-1} + g_t^2, \qquad \theta_t = \theta_{t-1} - \frac{\eta}{\sqrt{G_t} + \epsilon}\, g_t",
     "rmsprop": r"s_t = \alpha\, s_{t-1} + (1-\alpha)\, g_t^2, \qquad "
                r"\theta_t = \theta_{t-1} - \frac{\eta}{\sqrt{s_t} + \epsilon}\, g_t",
-    "adam": r"m_t = \beta_1 m_{t-1} + (1-\beta_1) g_t,\; v_t = \beta_2 v_{t-1} + (1-\beta_2) g_t^2,\; "
-            r"\hat m_t = \frac{m_t}{1-\beta_1^t},\; \hat v_t = \frac{v_t}{1-\beta_2^t},\; "
-            r"\theta_t = \theta_{t-1} - \frac{\eta\, \hat m_t}{\sqrt{\hat v_t} + \epsilon}",
+    "adam": r"\begin{aligned} m_t &= \beta_1 m_{t-1} + (1-\beta_1)\, g_t, \quad v_t = \beta_2 v_{t-1} + (1-\beta_2)\, g_t^2"
+            r"\\ \hat m_t &= \frac{m_t}{1-\beta_1^t}, \quad \hat v_t = \frac{v_t}{1-\beta_2^t}"
+            r"\\ \theta_t &= \theta_{t-1} - \frac{\eta\, \hat m_t}{\sqrt{\hat v_t} + \epsilon} \end{aligned}",
 }

@@ -161,7 +161,7 @@ class SurfaceGrid:
     level: np.ndarray     # (ny, nx): what the contour colours, log10(f - f_min + floor) or f itself
 
 
-def surface_grid(surface: Surface, n: int = 160) -> SurfaceGrid:
+def surface_grid(surface: Surface, n: int = 120) -> SurfaceGrid:
     """Sample f on an n x n grid over the plotted box."""
     xs = np.linspace(*surface.x_range, n)
     ys = np.linspace(*surface.y_range, n)

@@ -16,16 +16,22 @@ def race(cfg: opt.RaceConfig) -> opt.RaceResult:
 
 
 @st.cache_data(max_entries=16, show_spinner=False)
-def grid(surface_key: str) -> surfaces.SurfaceGrid:
-    return surfaces.surface_grid(surfaces.get_surface(surface_key))
+def grid(surface_key: str, n: int = 300) -> surfaces.SurfaceGrid:
+    """The surface sampled on n x n points (300 for the picture, 41 for the hover / click points)."""
+    return surfaces.surface_grid(surfaces.get_surface(surface_key), n)
 
 
-@st.cache_data(max_entries=32, show_spinner=False)
+@st.cache_resource(max_entries=24, show_spinner=False)
 def race_figure(cfg: opt.RaceConfig, names: dict, labels: dict):
-    """The animated contour figure of a race (labels are part of the key: one figure per language)."""
+    """The animated contour figure of a race (labels are part of the key: one figure per language).
+
+    cache_resource, not cache_data: a pickled plotly figure re-validates every animation frame when it is loaded,
+    which costs more than building it. The figure is shared read-only: callers must not modify it.
+    """
     result, surface = race(cfg), surfaces.get_surface(cfg.surface)
     fit = (np.array(surfaces.LINE_X), np.array(surfaces.LINE_Y)) if cfg.surface == "line_fit" else None
-    return plots.race_figure(grid(cfg.surface), result.trajectories, names, labels, x_range=surface.x_range,
+    return plots.race_figure(grid(cfg.surface), grid(cfg.surface, 41), result.trajectories, names, labels,
+                             x_range=surface.x_range,
                              y_range=surface.y_range, minima=surface.minima, start=cfg.start,
                              log_levels=surface.log_contours, fit=fit)
 

@@ -4,8 +4,14 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
+import base64
+import re
+import struct
+import zlib
+
 import numpy as np
 import plotly.graph_objects as go
+from plotly.colors import sample_colorscale
 from plotly.subplots import make_subplots
 
 from .common import LINE_COLOURS
@@ -14,7 +20,8 @@ ORDER = ("sgd", "momentum", "adagrad", "rmsprop", "adam", "adamw", "nadam")
 COLOURS = {name: LINE_COLOURS[i] for i, name in enumerate(ORDER)}
 LOG_FLOOR = 1e-16      # a loss gap of exactly 0 cannot sit on a log axis: it is drawn at this floor
 TRAIL_POINTS = 400     # a frame draws at most this many points of a trail (beyond: thinned; the full path stays faint)
-CLICK_GRID = 41        # the invisible, clickable points for "click to set the start" (CLICK_GRID^2 points)
+SURFACE_SCALE = "Viridis"   # colours of the loss surface (dark = low loss)
+N_BANDS = 24                # the surface picture is cut into this many colour bands (a filled-contour look)
 
 
 def colour(name: str) -> str:
@@ -34,41 +41,71 @@ def _trail(path: np.ndarray, s: int) -> np.ndarray:
     return path[idx]
 
 
-def click_grid(x_range, y_range, n: int = CLICK_GRID) -> tuple[np.ndarray, np.ndarray]:
-    """The coordinates of the clickable grid, flattened: (n*n,), (n*n,)."""
-    gx, gy = np.meshgrid(np.linspace(*x_range, n), np.linspace(*y_range, n))
-    return gx.ravel().astype(np.float32), gy.ravel().astype(np.float32)
+def png_data_uri(rgb: np.ndarray) -> str:
+    """An (H, W, 3) uint8 image as a data: URI holding a PNG (zlib only, no imaging library)."""
+    h, w, _ = rgb.shape
+    raw = b"".join(b"\x00" + row.tobytes() for row in np.ascontiguousarray(rgb, dtype=np.uint8))
+
+    def chunk(tag: bytes, data: bytes) -> bytes:
+        return struct.pack(">I", len(data)) + tag + data + struct.pack(">I", zlib.crc32(tag + data) & 0xFFFFFFFF)
+
+    png = (b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", struct.pack(">IIBBBBB", w, h, 8, 2, 0, 0, 0))
+           + chunk(b"IDAT", zlib.compress(raw, 6)) + chunk(b"IEND", b""))
+    return "data:image/png;base64," + base64.b64encode(png).decode("ascii")
 
 
-def _contour(grid, labels: Mapping[str, str], log_levels: bool) -> go.Contour:
-    return go.Contour(
-        x=grid.xs, y=grid.ys, z=grid.level.astype(np.float32), customdata=grid.loss.astype(np.float32),
-        colorscale="Viridis", ncontours=30,
-        contours=dict(coloring="heatmap", showlines=True), line=dict(width=0.5, color="rgba(255,255,255,0.35)"),
-        colorbar=dict(title=dict(text=labels["log_level"] if log_levels else labels["loss"], side="right"),
-                      thickness=12, x=1.0),
-        hovertemplate=(f"{labels['x']}: %{{x:.3f}}<br>{labels['y']}: %{{y:.3f}}<br>{labels['loss']}: "
-                       "%{customdata:.4g}<extra></extra>"), name=labels["loss"], showlegend=False)
+def banded_image(level: np.ndarray, n_bands: int = N_BANDS) -> tuple[np.ndarray, float, float]:
+    """Filled-contour picture of level (ny, nx), y ascending: n_bands Viridis bands with light lines between them.
+
+    Returns (rgb (ny, nx, 3) uint8 with row 0 = top = largest y, level min, level max).
+    """
+    finite = level[np.isfinite(level)]
+    lo, hi = (float(finite.min()), float(finite.max())) if finite.size else (0.0, 1.0)
+    band = np.clip(((level - lo) / max(hi - lo, 1e-12) * n_bands).astype(int), 0, n_bands - 1)   # (ny, nx)
+    lut = np.array([[int(float(c)) for c in re.findall(r"[\d.]+", col)[:3]]
+                    for col in sample_colorscale(SURFACE_SCALE, list(np.linspace(0, 1, n_bands)))], dtype=np.int16)
+    rgb = lut[band]                                                                        # (ny, nx, 3)
+    edge = np.zeros(band.shape, dtype=bool)
+    edge[1:, :] |= band[1:, :] != band[:-1, :]
+    edge[:, 1:] |= band[:, 1:] != band[:, :-1]
+    rgb[edge] = (rgb[edge] * 0.6 + 255 * 0.4).astype(np.int16)                             # contour lines
+    return np.flipud(rgb).astype(np.uint8), lo, hi
 
 
-def _static_traces(fig, grid, x_range, y_range, minima, start, labels, log_levels: bool) -> None:
-    """Contour, the invisible click grid, minima, start point: the traces that never move (left panel)."""
-    col = 1
-    fig.add_trace(_contour(grid, labels, log_levels), row=1, col=col)
-    cx, cy = click_grid(x_range, y_range)
+def _surface_background(fig, grid, x_range, y_range, labels, log_levels: bool) -> None:
+    """The surface as a layout image (plotly's animation without redraw drops contour traces, but keeps images),
+    plus a colour bar carried by an invisible two-point scatter."""
+    rgb, lo, hi = banded_image(grid.level)
+    fig.add_layout_image(source=png_data_uri(rgb), xref="x", yref="y", x=x_range[0], y=y_range[1],
+                         sizex=x_range[1] - x_range[0], sizey=y_range[1] - y_range[0], sizing="stretch",
+                         layer="below", opacity=1.0)
+    title = labels["log_level"] if log_levels else labels["loss"]
     fig.add_trace(go.Scatter(
-        x=cx, y=cy, mode="markers", marker=dict(size=9, opacity=0), name="click", showlegend=False,
-        hovertemplate=f"{labels['click']}<br>(%{{x:.2f}}, %{{y:.2f}})<extra></extra>",
-        selected=dict(marker=dict(opacity=0)), unselected=dict(marker=dict(opacity=0))), row=1, col=col)
+        x=[x_range[0]] * 2, y=[y_range[0]] * 2, mode="markers", hoverinfo="skip", showlegend=False,
+        marker=dict(size=0.1, opacity=0, color=[lo, hi], colorscale=SURFACE_SCALE, cmin=lo, cmax=hi, showscale=True,
+                    colorbar=dict(title=dict(text=title, side="right"), thickness=12,
+                                  x=fig.layout.xaxis.domain[1] + 0.01, xanchor="left"))), row=1, col=1)
+
+
+def _static_traces(fig, grid, hover_grid, x_range, y_range, minima, start, labels, log_levels: bool) -> None:
+    """Surface picture, the invisible click / hover grid, minima, start point: what never moves (left panel)."""
+    _surface_background(fig, grid, x_range, y_range, labels, log_levels)
+    gx, gy = np.meshgrid(hover_grid.xs, hover_grid.ys)                          # (n, n) each
+    fig.add_trace(go.Scatter(
+        x=gx.ravel().astype(np.float32), y=gy.ravel().astype(np.float32), mode="markers", name="click",
+        customdata=hover_grid.loss.ravel().astype(np.float32), showlegend=False,
+        marker=dict(size=9, opacity=0), selected=dict(marker=dict(opacity=0)), unselected=dict(marker=dict(opacity=0)),
+        hovertemplate=(f"{labels['x']}: %{{x:.2f}}<br>{labels['y']}: %{{y:.2f}}<br>{labels['loss']}: "
+                       f"%{{customdata:.4g}}<br><i>{labels['click']}</i><extra></extra>")), row=1, col=1)
     mins = np.asarray(minima)
     fig.add_trace(go.Scatter(
         x=mins[:, 0], y=mins[:, 1], mode="markers", name=labels["minimum"],
         marker=dict(symbol="star", size=16, color="white", line=dict(color="black", width=1.5)),
-        hovertemplate=f"{labels['minimum']} (%{{x:.3f}}, %{{y:.3f}})<extra></extra>"), row=1, col=col)
+        hovertemplate=f"{labels['minimum']} (%{{x:.3f}}, %{{y:.3f}})<extra></extra>"), row=1, col=1)
     fig.add_trace(go.Scatter(
         x=[start[0]], y=[start[1]], mode="markers", name=labels["start"],
         marker=dict(symbol="circle", size=13, color="white", line=dict(color="black", width=2)),
-        hovertemplate=f"{labels['start']} (%{{x:.3f}}, %{{y:.3f}})<extra></extra>"), row=1, col=col)
+        hovertemplate=f"{labels['start']} (%{{x:.3f}}, %{{y:.3f}})<extra></extra>"), row=1, col=1)
 
 
 def _path_traces(trajs, names: Mapping[str, str], s: int) -> list[go.Scatter]:
@@ -99,11 +136,13 @@ def _fit_traces(trajs, names, s: int, fit_x: np.ndarray) -> list[go.Scatter]:
     return out
 
 
-def race_figure(grid, trajs: Sequence, names: Mapping[str, str], labels: Mapping[str, str], *,
+def race_figure(grid, hover_grid, trajs: Sequence, names: Mapping[str, str], labels: Mapping[str, str], *,
                 x_range, y_range, minima, start, log_levels: bool = True,
                 fit: tuple[np.ndarray, np.ndarray] | None = None,
-                n_frames: int = 40, frame_ms: int = 60, height: int = 560) -> go.Figure:
-    """Contour of the surface with every trajectory, animated: play / pause buttons and a step slider.
+                n_frames: int = 40, frame_ms: int = 60, height: int = 620) -> go.Figure:
+    """The surface (grid: a fine SurfaceGrid, drawn as a banded picture) with every trajectory, animated: play /
+    pause buttons and a step slider. hover_grid (a coarse SurfaceGrid) places invisible points that show the loss
+    on hover and can be clicked (st.plotly_chart selection) to choose a start point.
 
     The full paths are drawn faintly; the frames move each racer's head and redraw its trail up to that step.
     fit=(x, y) adds a second panel with the data points and each racer's current line (the line-fit surface).
@@ -112,8 +151,8 @@ def race_figure(grid, trajs: Sequence, names: Mapping[str, str], labels: Mapping
     cols = 2 if fit is not None else 1
     fig = make_subplots(rows=1, cols=cols, column_widths=[0.6, 0.4] if fit is not None else None,
                         subplot_titles=(labels["contour_title"], labels["fit_title"]) if fit is not None else None,
-                        horizontal_spacing=0.12)
-    _static_traces(fig, grid, x_range, y_range, minima, start, labels, log_levels)
+                        horizontal_spacing=0.16)
+    _static_traces(fig, grid, hover_grid, x_range, y_range, minima, start, labels, log_levels)
     for tr in trajs:
         fig.add_trace(go.Scatter(x=tr.path[:, 0], y=tr.path[:, 1], mode="lines", opacity=0.3, hoverinfo="skip",
                                  line=dict(color=colour(tr.name), width=1.5), showlegend=False,
@@ -135,8 +174,10 @@ def race_figure(grid, trajs: Sequence, names: Mapping[str, str], labels: Mapping
                       for s in steps])
     _animation_controls(fig, steps, labels, frame_ms)
     _race_axes(fig, x_range, y_range, labels, fit)
-    fig.update_layout(height=height, margin=dict(l=10, r=10, t=60, b=110), hovermode="closest",
-                      legend=dict(orientation="h", yanchor="bottom", y=1.02, x=0), dragmode="pan",
+    top = 100 if fit is not None else 60      # room for the subplot titles under the legend
+    fig.update_layout(height=height, margin=dict(l=10, r=10, t=top, b=150), hovermode="closest",
+                      legend=dict(orientation="h", yanchor="bottom", y=1.1 if fit is not None else 1.02, x=0),
+                      dragmode="pan",
                       title=dict(text=labels.get("title", "")))
     return fig
 
@@ -167,20 +208,20 @@ def _animation_controls(fig: go.Figure, steps: np.ndarray, labels, frame_ms: int
                 mode="immediate")
     pause = dict(frame=dict(duration=0, redraw=False), transition=dict(duration=0), mode="immediate")
     fig.update_layout(
-        updatemenus=[dict(type="buttons", direction="left", x=0, y=-0.14, xanchor="left", yanchor="top",
+        updatemenus=[dict(type="buttons", direction="left", x=0, y=-0.15, xanchor="left", yanchor="top",
                           pad=dict(t=0, r=10), showactive=False,
                           buttons=[dict(label="▶ " + labels["play"], method="animate", args=[None, play]),
-                                   dict(label="⏸ " + labels["pause"], method="animate", args=[[None], pause])])],
-        sliders=[dict(active=len(steps) - 1, x=0.2, len=0.8, y=-0.11, yanchor="top", pad=dict(t=0, b=0),
-                      currentvalue=dict(prefix=labels["step"] + ": ", visible=True),
+                                   dict(label="■ " + labels["pause"], method="animate", args=[[None], pause])])],
+        sliders=[dict(active=len(steps) - 1, x=0, len=1.0, y=-0.27, yanchor="top", pad=dict(t=0, b=0),
+                      currentvalue=dict(prefix=labels["step"] + ": ", visible=True, xanchor="right"),
                       steps=[dict(label=str(int(s)), method="animate",
                                   args=[[str(int(s))], dict(mode="immediate", frame=dict(duration=0, redraw=False),
                                                             transition=dict(duration=0))]) for s in steps])])
 
 
 def _race_axes(fig, x_range, y_range, labels, fit) -> None:
-    fig.update_xaxes(title_text=labels["x"], range=list(x_range), row=1, col=1, showgrid=False)
-    fig.update_yaxes(title_text=labels["y"], range=list(y_range), row=1, col=1, showgrid=False)
+    fig.update_xaxes(title_text=labels["x"], range=list(x_range), row=1, col=1, showgrid=False, zeroline=False)
+    fig.update_yaxes(title_text=labels["y"], range=list(y_range), row=1, col=1, showgrid=False, zeroline=False)
     if fit is not None:
         fx, fy = fit
         fig.update_xaxes(title_text=labels["fit_x"], range=[fx.min() - 0.5, fx.max() + 0.5], row=1, col=2)
@@ -264,24 +305,28 @@ LOG_STATES = {"sum_sq", "square_avg", "v"}    # positive buffers: log axis
 
 
 def state_figure(tr, state_names: Mapping[str, str], labels: Mapping[str, str]) -> go.Figure:
-    """One racer's inner state over the steps, per coordinate: gradient, its buffers, effective learning rate."""
+    """One racer's inner state over the steps: gradient, its buffers, effective learning rate; one panel each.
+
+    Colour = coordinate (x blue, y orange); in a panel with two buffers the dotted one is before bias correction.
+    """
     rows = [("grad", [("grad", "solid")])] + STATE_ROWS[tr.name] + [("eff_lr", [("eff_lr", "solid")])]
-    fig = make_subplots(rows=len(rows), cols=1, shared_xaxes=True, vertical_spacing=0.06,
-                        subplot_titles=[state_names[panel] for panel, _ in rows])
+    fig = make_subplots(rows=len(rows), cols=1, shared_xaxes=True, vertical_spacing=0.07,
+                        subplot_titles=[" / ".join(state_names[k] for k, _ in keys) for _, keys in rows])
     t = np.arange(1, tr.n_steps + 1)
     series = {"grad": tr.grads, "eff_lr": tr.eff_lr, **tr.state}
     for r, (panel, keys) in enumerate(rows, start=1):
         for key, dash in keys:
             for c, coord in enumerate((labels["x"], labels["y"])):
                 fig.add_trace(go.Scatter(
-                    x=t, y=series[key][:, c], mode="lines", name=f"{state_names[key]} · {coord}",
-                    line=dict(color=LINE_COLOURS[c], dash=dash, width=2), legendgroup=f"{key}{c}",
+                    x=t, y=series[key][:, c], mode="lines", name=coord, showlegend=r == 1,
+                    line=dict(color=LINE_COLOURS[c], dash=dash, width=2), legendgroup=str(c),
                     hovertemplate=f"{state_names[key]} ({coord}): %{{y:.4g}}<extra></extra>"), row=r, col=1)
         if panel in LOG_STATES or panel == "eff_lr":
             fig.update_yaxes(type="log", exponentformat="power", row=r, col=1)
     fig.update_xaxes(title_text=labels["step"], row=len(rows), col=1)
-    fig.update_layout(height=200 + 190 * len(rows), margin=dict(l=10, r=10, t=60, b=10),
-                      title=dict(text=labels["state_title"]), legend=dict(orientation="h", y=-0.08, yanchor="top"))
+    fig.update_layout(height=120 + 200 * len(rows), margin=dict(l=10, r=10, t=70, b=10),
+                      title=dict(text=labels["state_title"]),
+                      legend=dict(orientation="h", y=1.0, x=1, xanchor="right", yanchor="bottom"))
     return fig
 
 

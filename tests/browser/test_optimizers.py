@@ -1,0 +1,87 @@
+"""Optimizers page in Chromium: the race animation plays (frames captured), a click on the contour moves the start,
+the inner-state and schedule tabs draw, divergence shows a message; English and Chinese."""
+from __future__ import annotations
+
+import pytest
+
+from tests.browser.conftest import SHOTS, assert_no_exception, screenshot, wait_done
+
+pytestmark = pytest.mark.browser
+
+
+def _chart_shots(page, name: str) -> int:
+    """Element screenshots of every visible plotly chart (the full-page shot stops at the window height)."""
+    charts = page.locator("[data-testid='stPlotlyChart']:visible")
+    for i in range(charts.count()):
+        charts.nth(i).scroll_into_view_if_needed()
+        page.wait_for_timeout(300)
+        charts.nth(i).screenshot(path=str(SHOTS / f"{name}-chart{i}.png"))
+    return charts.count()
+
+
+def _number(page, label: str) -> float:
+    return float(page.get_by_label(label, exact=True).first.input_value())
+
+
+def test_animation_frames(open_page):
+    page = open_page("/optimizers?lang=en&surface=line_fit&x0=0.0&y0=0.0&lr=0.01")
+    assert_no_exception(page)
+    chart = page.locator("[data-testid='stPlotlyChart']").first
+    chart.locator(".slider-container").wait_for(timeout=60_000)       # the race figure has its step slider
+    assert chart.locator(".updatemenu-button").count() == 2           # play and pause
+    screenshot(page, "optimizers-anim-end")
+    chart.locator(".updatemenu-button").first.click()           # Play: restarts from step 0
+    page.wait_for_timeout(700)
+    chart.screenshot(path=str(screenshot(page, "optimizers-anim-mid").with_name("optimizers-anim-mid-chart.png")))
+    page.wait_for_timeout(4000)
+    chart.screenshot(path=str(screenshot(page, "optimizers-anim-done").with_name("optimizers-anim-done-chart.png")))
+    label = chart.locator("text.slider-label").first.text_content()
+    assert label.strip().endswith("300"), label               # back at the last frame after playing
+
+
+def test_click_sets_start(open_page):
+    page = open_page("/optimizers?lang=en&surface=bowl&x0=-4.5&y0=2.0")
+    before = _number(page, "Start x")
+    drag = page.locator("[data-testid='stPlotlyChart']").first.locator(".nsewdrag").first
+    drag.wait_for(timeout=60_000)
+    box = drag.bounding_box()
+    drag.click(position={"x": box["width"] * 0.8, "y": box["height"] * 0.8})
+    wait_done(page)
+    after = _number(page, "Start x")
+    assert after != before and after > 0, (before, after)
+    assert_no_exception(page)
+    screenshot(page, "optimizers-click")
+
+
+@pytest.mark.parametrize("lang", ["en", "zh"])
+def test_tabs_and_divergence(open_page, lang):
+    page = open_page(f"/optimizers?lang={lang}&surface=rosenbrock&lr=0.01&steps=200&sched=warmup&r_adamw=1")
+    assert_no_exception(page)
+    assert page.locator("[data-testid='stAlertContentWarning']").count() >= 1, "divergence gave no message"
+    screenshot(page, f"optimizers-diverge-{lang}")
+    assert _chart_shots(page, f"optimizers-race-{lang}") == 3            # race, loss, distance
+    tabs = page.get_by_role("tab")
+    tabs.nth(1).click()
+    page.wait_for_timeout(1500)
+    screenshot(page, f"optimizers-inside-{lang}")
+    assert _chart_shots(page, f"optimizers-inside-{lang}") == 2          # step sizes, one optimizer's state
+    tabs.nth(2).click()
+    page.wait_for_timeout(1500)
+    assert_no_exception(page)
+    screenshot(page, f"optimizers-schedules-{lang}")
+    assert _chart_shots(page, f"optimizers-schedules-{lang}") == 2       # the schedules, the paper's curve
+
+
+@pytest.mark.parametrize("lang,width,dark", [("en", 1400, False), ("zh", 420, True)])
+def test_controls_open(open_page, lang, width, dark):
+    """Both expanders open (every optimizer's hyperparameters, the schedule), wide and narrow, light and dark."""
+    page = open_page(f"/optimizers?lang={lang}&r_adamw=1&own_adam=1", width=width, dark=dark)
+    for summary in page.locator("[data-testid='stExpander'] summary").all():
+        summary.click()
+        page.wait_for_timeout(400)
+    wait_done(page)
+    assert_no_exception(page)
+    assert page.get_by_label("β₁").count() >= 1
+    screenshot(page, f"optimizers-controls-{lang}-{width}{'-dark' if dark else ''}")
+    _chart_shots(page, f"optimizers-controls-{lang}-{width}{'-dark' if dark else ''}")
+

@@ -1,0 +1,102 @@
+"""AppTest of the Optimizers page: English and Chinese, widgets driven, divergence, fair race, bad input, URL state."""
+import json
+
+import pytest
+
+from tests.conftest import assert_clean, run_page
+
+pytestmark = pytest.mark.slow
+
+
+def _race_spec(at) -> dict:
+    return json.loads(at.get("plotly_chart")[0].proto.spec)
+
+
+def _texts(at) -> str:
+    return " ".join(str(e.value) for kind in (at.markdown, at.caption, at.info, at.warning, at.error) for e in kind)
+
+
+def test_english_race_inside_and_schedules():
+    at = run_page("optimizers", {"lang": "en"})
+    assert_clean(at)
+    assert at.title[0].value == "Optimizers"
+    assert [t.label for t in at.tabs] == ["Race", "Inside the optimizers", "Learning-rate schedules"]
+    spec = _race_spec(at)
+    assert len(spec["frames"]) > 10 and spec["layout"]["sliders"][0]["steps"][-1]["label"] == "300"
+    names = {tr.get("name") for tr in spec["data"]}
+    assert {"SGD", "Momentum", "AdaGrad", "RMSProp", "Adam"} <= names
+    table = at.dataframe[0].value
+    assert list(table["optimizer"]) == ["SGD", "Momentum", "AdaGrad", "RMSProp", "Adam"]
+    assert table.loc[table["optimizer"] == "Adam", "final loss − minimum"].astype(float).iloc[0] < 1e-6
+    assert len(at.get("plotly_chart")) == 7          # race, loss, distance, step sizes, state, schedules, paper
+    assert not at.error and not at.warning
+
+
+def test_chinese_page():
+    at = run_page("optimizers", {"lang": "zh", "surface": "saddle", "x0": "-1.5", "y0": "0.01"})
+    assert_clean(at)
+    assert at.title[0].value == "优化器"
+    assert "鞍点" in at.selectbox(key="optimizers.surface").format_func("saddle")
+    assert "优化器" in at.dataframe[0].value.columns[0]
+    assert at.number_input(key="optimizers.x0").value == -1.5
+    spec = _race_spec(at)
+    assert spec["layout"]["updatemenus"][0]["buttons"][0]["label"].endswith("播放")
+
+
+def test_surface_change_resets_start_and_lr_then_divergence_message():
+    at = run_page("optimizers", {"lang": "en"})
+    at.selectbox(key="optimizers.surface").set_value("rosenbrock").run()
+    assert_clean(at)
+    assert at.number_input(key="optimizers.x0").value == -1.2
+    assert at.number_input(key="optimizers.lr").value == 0.001
+    assert at.query_params["surface"] == ["rosenbrock"] or at.query_params["surface"] == "rosenbrock"
+    at.number_input(key="optimizers.lr").set_value(0.01).run()
+    assert_clean(at)
+    assert any("Momentum diverged at step" in w.value for w in at.warning)
+    assert "diverged" in set(at.dataframe[0].value["final loss − minimum"])
+
+
+def test_fair_race_schedule_extras_and_inspect():
+    at = run_page("optimizers", {"lang": "en", "surface": "line_fit", "steps": "100"})
+    at.checkbox(key="optimizers.r_adamw").check()
+    at.toggle(key="optimizers.fair").set_value(True)
+    at.selectbox(key="optimizers.sched").set_value("cosine").run()
+    assert_clean(at)
+    assert any("grid search" in i.value for i in at.info)
+    table = at.dataframe[0].value
+    assert "learning rate (tuned)" in table.columns and "AdamW" in set(table["optimizer"])
+    at.selectbox(key="optimizers.inspect").set_value("adagrad").run()
+    state = json.loads(at.get("plotly_chart")[4].proto.spec)
+    assert "Inside AdaGrad" in state["layout"]["title"]["text"]
+
+
+def test_click_on_the_contour_sets_the_start():
+    at = run_page("optimizers", {"lang": "en"})
+    at.session_state["optimizers.race_chart"] = {"selection": {"points": [{"curve_number": 1, "x": 2.5, "y": -1.25}]}}
+    at.run()
+    assert at.number_input(key="optimizers.x0").value == 2.5
+    assert at.number_input(key="optimizers.y0").value == -1.25
+
+
+@pytest.mark.parametrize("widget, key, value, expected", [
+    ("number_input", "optimizers.lr", 0.0, "learning rate must be a positive number"),
+    ("number_input", "optimizers.steps", 0, "number of steps must be between 1"),
+])
+def test_bad_input_shows_a_message(widget, key, value, expected):
+    at = run_page("optimizers", {"lang": "en"})
+    getattr(at, widget)(key=key).set_value(value).run()
+    assert_clean(at)
+    assert at.error and expected in at.error[0].value
+    assert len(at.get("plotly_chart")) == 2          # the schedules tab still works
+
+
+def test_no_racer_and_bad_url():
+    at = run_page("optimizers", {"lang": "zh", "lr": "-3", "x0": "99", "surface": "moon"})
+    assert_clean(at)
+    assert at.number_input(key="optimizers.lr").value == 0.1        # bad URL values fall back to defaults
+    assert at.number_input(key="optimizers.x0").value == -4.5
+    for name in ("sgd", "momentum", "adagrad", "rmsprop", "adam"):
+        at.checkbox(key=f"optimizers.r_{name}").uncheck()
+    at.run()
+    assert_clean(at)
+    assert at.error and "至少勾选一个" in at.error[0].value
