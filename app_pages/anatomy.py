@@ -16,6 +16,13 @@ t = ui.t
 SECTIONS = ("norms", "placement", "ffn", "dropout", "smoothing", "path")
 
 
+def _formulas(*tex: str) -> None:
+    """Formulas side by side on a wide screen, one under the other on a narrow one (a long line would be cut)."""
+    for col, formula in zip(st.columns(len(tex)), tex):
+        with col:
+            ui.latex(formula)
+
+
 def _fmt(x: float) -> str:
     return f"{x:.3g}" if abs(x) >= 1e-3 or x == 0 else f"{x:.2e}"
 
@@ -87,10 +94,10 @@ def _norm_stats(res: dict) -> None:
 
 def section_norms() -> None:
     st.markdown(t("anatomy.norms_intro"))
-    ui.latex(r"\text{LN}(x)=\gamma\odot\frac{x-\mu}{\sqrt{\sigma^2+\epsilon}}+\beta,\quad "
-             r"\mu=\tfrac1D\sum_j x_j,\ \sigma^2=\tfrac1D\sum_j(x_j-\mu)^2")
-    ui.latex(r"\text{RMS}(x)=\gamma\odot\frac{x}{\sqrt{\tfrac1D\sum_j x_j^2+\epsilon}}\qquad "
-             r"\text{BN}(x_{bn,j})=\gamma_j\frac{x_{bn,j}-\mu_j}{\sqrt{\sigma_j^2+\epsilon}}+\beta_j")
+    _formulas(r"\text{LN}(x)=\gamma\odot\frac{x-\mu}{\sqrt{\sigma^2+\epsilon}}+\beta",
+              r"\mu=\tfrac1D\textstyle\sum_j x_j,\ \ \sigma^2=\tfrac1D\textstyle\sum_j(x_j-\mu)^2")
+    _formulas(r"\text{RMS}(x)=\gamma\odot\frac{x}{\sqrt{\tfrac1D\sum_j x_j^2+\epsilon}}",
+              r"\text{BN}(x_{bn,j})=\gamma_j\frac{x_{bn,j}-\mu_j}{\sqrt{\sigma_j^2+\epsilon}}+\beta_j")
     p = _norm_controls()
     try:
         res = cached.compare_norms(**p)
@@ -101,8 +108,8 @@ def section_norms() -> None:
     _norm_checks(res, p)
     _norm_stats(res)
     st.subheader(t("anatomy.std_title"))
-    ui.latex(r"\text{notes: }\ \gamma\odot\frac{x-\mu}{s+\epsilon},\quad s=\sqrt{\tfrac{1}{D-1}\sum_j(x_j-\mu)^2}"
-             r"=\sigma\sqrt{\tfrac{D}{D-1}}")
+    _formulas(r"\gamma\odot\frac{x-\mu}{s+\epsilon}+\beta",
+              r"s=\sqrt{\tfrac{1}{D-1}\textstyle\sum_j(x_j-\mu)^2}=\sigma\sqrt{\tfrac{D}{D-1}}")
     curve = cached.eps_curve(p["d_model"])
     ui.plot(plots.eps_figure(curve, names={"layer": "LayerNorm (torch)", "std_variant": t("anatomy.std_variant")},
                              title=t("anatomy.eps_title", d=p["d_model"]), x_title=t("anatomy.eps_x"),
@@ -115,8 +122,8 @@ def section_norms() -> None:
 # ================================================================ 2. residuals and norm placement
 def section_placement() -> None:
     st.markdown(t("anatomy.placement_intro"))
-    ui.latex(r"\text{post-norm: } x_{l+1}=\text{LN}\big(x_l+F(x_l)\big)\qquad "
-             r"\text{pre-norm: } x_{l+1}=x_l+F\big(\text{LN}(x_l)\big)")
+    _formulas(r"\text{post: } x_{l+1}=\text{LN}\big(x_l+F(x_l)\big)",
+              r"\text{pre: } x_{l+1}=x_l+F\big(\text{LN}(x_l)\big)")
     depth = ui.slider(t("anatomy.depth"), 2, 48, "depth", 12, help=t("anatomy.depth_help"))
     res = cached.norm_placement(depth)
     names = {"pre": t("anatomy.pre"), "post": t("anatomy.post")}
@@ -137,8 +144,8 @@ def section_placement() -> None:
 # ================================================================ 3. FFN
 def section_ffn() -> None:
     st.markdown(t("anatomy.ffn_intro"))
-    ui.latex(r"\text{FFN}(x)=\max(0,\ xW_1+b_1)\,W_2+b_2,\quad W_1\in\mathbb{R}^{d_{model}\times d_{ff}},\ "
-             r"d_{ff}=4\,d_{model}")
+    _formulas(r"\text{FFN}(x)=\max(0,\ xW_1+b_1)\,W_2+b_2",
+              r"W_1\in\mathbb{R}^{d_{model}\times d_{ff}},\ \ d_{ff}=4\,d_{model}")
     c1, c2, c3 = st.columns(3)
     d = ui.selectbox(t("anatomy.d_model"), [4, 8, 16, 32, 64], "fd", 8, container=c1)
     mult = ui.slider(t("anatomy.mult"), 1, 8, "mult", 4, container=c2)
@@ -167,8 +174,8 @@ def _ffn_share(d: int, mult: int) -> None:
     parts = {k: t(f"anatomy.part_{k}") for k in ("attention", "ffn", "norm")}
     ui.plot(plots.share_figure(rows, parts, title=t("anatomy.share_title"), x_title=t("anatomy.share_axis")),
             key="share_fig")
-    ui.latex(r"\frac{\text{FFN}}{\text{attention}+\text{FFN}}\approx\frac{2\,d\,d_{ff}}{4d^2+2\,d\,d_{ff}}"
-             r"=\frac{8d^2}{12d^2}=\frac23\ \ (d_{ff}=4d)")
+    _formulas(r"\frac{\text{FFN}}{\text{attn}+\text{FFN}}\approx\frac{2\,d\,d_{ff}}{4d^2+2\,d\,d_{ff}}",
+              r"=\frac{8d^2}{12d^2}=\frac23\quad (d_{ff}=4d)")
     frame = pd.DataFrame(rows).T.rename(columns=parts)
     st.dataframe(frame, width="stretch")
     ui.download(t("anatomy.download_csv"), frame.to_csv(), "block_parameters.csv", "text/csv", key="dl_share")
@@ -190,8 +197,8 @@ def _dropout_flow(place: str) -> None:
 
 def section_dropout() -> None:
     st.markdown(t("anatomy.dropout_intro"))
-    ui.latex(r"y=\frac{m\odot x}{1-p},\quad m_i\sim\text{Bernoulli}(1-p)\ \Rightarrow\ \mathbb{E}[y]=x;"
-             r"\qquad \text{eval: } y=x")
+    _formulas(r"y=\frac{m\odot x}{1-p},\quad m_i\sim\text{Bernoulli}(1-p)",
+              r"\mathbb{E}[y]=x;\qquad \text{eval: } y=x")
     c1, c2, c3, c4 = st.columns(4)
     p = ui.slider(t("anatomy.p"), 0.0, 0.9, "p", 0.1, step=0.05, container=c1, help=t("anatomy.p_help"))
     place = ui.radio(t("anatomy.place"), PLACES, "place", container=c2, horizontal=False,
@@ -222,6 +229,9 @@ def _dropout_maps(d: dict, place: str, p: float, training: bool) -> None:
               value_name=t("anatomy.value"), signed=place != "attention", value_format=".3f")
     if place == "attention":
         kw["zmax"] = float(max(1.0, d["after"].max()))
+    else:  # one colour scale for before and after, so the 1/(1 - p) boost is visible
+        bound = float(max(np.abs(d["before"]).max(), np.abs(d["after"]).max()))
+        kw.update(zmin=-bound, zmax=bound)
     ui.plot(matrix_heatmap(d["before"], rows, cols, title=t("anatomy.before"), **kw), key="drop_before")
     ui.plot(matrix_heatmap(d["after"], rows, cols, mask=~d["keep"], title=t("anatomy.after"), **kw),
             key="drop_after")
@@ -239,8 +249,9 @@ def _dropout_maps(d: dict, place: str, p: float, training: bool) -> None:
 # ================================================================ 5. label smoothing
 def section_smoothing() -> None:
     st.markdown(t("anatomy.smoothing_intro"))
-    ui.latex(r"q_k=(1-\epsilon)\,[k=y]+\frac{\epsilon}{K},\qquad "
-             r"\mathcal{L}=-\sum_k q_k\log p_k=-\sum_k q_k\,\big(z_k-\log\textstyle\sum_j e^{z_j}\big)")
+    _formulas(r"q_k=(1-\epsilon)\,[k=y]+\frac{\epsilon}{K}",
+              r"\mathcal{L}=-\sum_k q_k\log p_k",
+              r"=-\sum_k q_k\,\big(z_k-\log\textstyle\sum_j e^{z_j}\big)")
     c1, c2 = st.columns(2)
     eps = ui.slider(t("anatomy.eps"), 0.0, 1.0, "eps", 0.1, step=0.01, container=c1, help=t("anatomy.eps_help"))
     k = ui.slider(t("anatomy.k"), 2, 100, "k", 10, container=c2)
@@ -277,7 +288,7 @@ def _margin_plot(k: int, eps: float) -> None:
 
 # ================================================================ 6. tokens to the next token
 def _path_controls() -> dict:
-    text = ui.text(t("anatomy.text"), "text", "哈基咪 南北", max_chars=200, help=t("anatomy.text_help"))
+    text = ui.text(t("anatomy.text"), "prompt", "哈基咪 南北", max_chars=200, help=t("anatomy.text_help"))
     c1, c2, c3 = st.columns(3)
     vocab = ui.selectbox(t("anatomy.vocab"), [200, 1000, 5000, 37000], "vocab", 1000, container=c1)
     d = ui.selectbox(t("anatomy.d_model"), [4, 8, 16, 32, 64], "pd", 4, container=c2)
@@ -299,7 +310,7 @@ def _step_rows(r, text: str) -> list[tuple[str, str, tuple, str]]:
              "scaled": ("anatomy.step_scaled", "E[x_i]·√d"), "positions": ("anatomy.step_positions", "PE"),
              "sum": ("anatomy.step_sum", "E[x_i]·√d + PE"), "logits": ("anatomy.step_logits", "h Eᵀ"),
              "softmax": ("anatomy.step_softmax", "softmax"), "last": ("anatomy.step_last", "z_N")}
-    rows = [(t("anatomy.step_text"), "", (), text),
+    rows = [(t("anatomy.step_text"), "", None, text),
             (t("anatomy.step_tokens"), "", (len(r.tokens),), " | ".join(r.tokens))]
     for name, shape, values in r.steps:
         key, formula = names.get(name, ("anatomy.step_block", "Block"))
@@ -313,8 +324,8 @@ def _step_rows(r, text: str) -> list[tuple[str, str, tuple, str]]:
 
 def section_path() -> None:
     st.markdown(t("anatomy.path_intro"))
-    ui.latex(r"h_0=E[x]\sqrt{d_{model}}+PE,\quad h_l=\text{Block}_l(h_{l-1}),\quad "
-             r"p(x_{N+1}\mid x_{\le N})=\text{softmax}\!\big(h_L[N]\,E^\top/T\big)")
+    _formulas(r"h_0=E[x]\sqrt{d_{model}}+PE,\quad h_l=\text{Block}_l(h_{l-1})",
+              r"p(x_{N+1}\mid x_{\le N})=\text{softmax}\!\big(h_L[N]\,E^\top/T\big)")
     p = _path_controls()
     try:
         r = cached.next_token_path(**p)
@@ -325,14 +336,15 @@ def section_path() -> None:
     rows = _step_rows(r, p["text"])
     left, right = st.columns([1, 2])
     with left:
-        boxes = [f"{lab}  {str(shape) if shape else ''}" for lab, _, shape, _ in rows]
+        boxes = [f"{lab}  {'' if shape is None else shape}" for lab, _, shape, _ in rows]
+        boxes[-1] = f"{rows[-1][0]}: {r.vocab[r.next_id]}"
         ui.plot(plots.flow_figure(boxes, [i == len(rows) - 1 for i in range(len(rows))],
                                   title=t("anatomy.path_flow_title"), box_height=38), key="path_flow")
     with right:
-        frame = pd.DataFrame([(lab, f, str(s), v) for lab, f, s, v in rows],
+        frame = pd.DataFrame([(lab, f, "" if s is None else str(s), v) for lab, f, s, v in rows],
                              columns=[t("anatomy.col_step"), t("anatomy.col_op"), t("anatomy.col_shape"),
                                       t("anatomy.col_values")])
-        st.dataframe(frame, width="stretch", hide_index=True)
+        st.dataframe(frame, width="stretch", hide_index=True, height=38 + 35 * len(frame))
         st.caption(t("anatomy.path_caption", v=p["vocab_size"], d=p["d_model"], n=len(r.tokens),
                      params=f"{r.n_params:,}"))
     _distribution(r, p)
@@ -375,9 +387,9 @@ def _parameter_section() -> None:
         return
     total = sum(parts.values())
     m1, m2 = st.columns(2)
-    m1.metric(t("anatomy.total"), f"{total:,}", readable_count(total), delta_color="off")
+    m1.metric(t("anatomy.total"), f"{total:,}", f"≈ {readable_count(total)}", delta_color="off", delta_arrow="off")
     m2.metric(t("anatomy.torch_total"), f"{ref:,}", t("anatomy.match") if ref == total else t("anatomy.mismatch"),
-              delta_color="normal" if ref == total else "inverse")
+              delta_color="normal" if ref == total else "inverse", delta_arrow="off")
     labels = {t(f"anatomy.pp_{k}"): v for k, v in parts.items()}
     ui.plot(plots.parameter_figure(labels, title=t("anatomy.params_fig_title"), x_title=t("anatomy.params_axis")),
             key="params_fig")

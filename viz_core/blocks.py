@@ -6,6 +6,7 @@ experiments at the bottom return plain numpy data for the figure builders.
 from __future__ import annotations
 
 import math
+from contextlib import contextmanager
 from dataclasses import dataclass
 
 import numpy as np
@@ -248,6 +249,18 @@ def loss_vs_margin(n_classes: int, eps: float, margins: np.ndarray, dtype=torch.
 
 
 # ================================================================ teaching experiments (numpy out)
+@contextmanager
+def few_threads(n: int = 1):
+    """Run with n intra-op threads, then restore. The experiments below use tiny tensors that gain nothing from
+    threads, and on a busy machine the threads' spin-waiting made them about 10x slower (measured: 9.6 s -> 0.9 s)."""
+    old = torch.get_num_threads()
+    torch.set_num_threads(n)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(old)
+
+
 @dataclass(frozen=True)
 class NormBatch:
     """A small batch of token vectors for comparing norms."""
@@ -284,6 +297,7 @@ def _check_norm_batch(cfg: NormBatch) -> None:
         raise InputError("anatomy.bad_pad_side", f"pad_side must be 'end' or 'start', got {cfg.pad_side!r}")
 
 
+@few_threads()
 def compare_norms(cfg: NormBatch, gamma: float = 1.0, beta: float = 0.0) -> dict:
     """All norms on the same batch. Returns numpy arrays: x (B, N, D), valid (B, N), outputs per norm
     (layer, batch, batch_masked, rms, std_variant, torch_layer), and the checks the page reports."""
@@ -337,50 +351,63 @@ def eps_placement_curve(d_model: int, scales: np.ndarray, eps_correct: float = 1
             "std_variant": std_layer_norm(x, eps=eps_variant).std(-1, unbiased=False).numpy()}
 
 
+@few_threads()
 def norm_placement_at_init(depth: int, d_model: int = 32, n_heads: int = 4, seq_len: int = 8, batch: int = 4,
                            n_classes: int = 16, seeds: tuple[int, ...] = (0, 1, 2)) -> dict[str, np.ndarray]:
     """Pre-norm vs post-norm stacks of `depth` EncoderBlocks at Xavier initialisation (Xiong et al. 2020).
 
-    One forward/backward of a cross-entropy loss (random readout, random targets) on x ~ N(0, 1) per seed; returns
+    Per seed, one set of weights wired both ways, and one forward/backward of a cross-entropy loss (random readout,
+    random targets) on x ~ N(0, 1) for each wiring; returns
     per layer (depth,), averaged over seeds, for "pre" and "post": the gradient norm of that layer's parameters
     (_grad) and the RMS of the residual stream after it (_act).
     """
     if not 1 <= depth <= 64:
         raise InputError("anatomy.bad_depth", f"depth must be between 1 and 64, got {depth}", depth=depth)
-    out = {}
-    for name, first in (("pre", True), ("post", False)):
-        runs = [_one_stack(depth, d_model, n_heads, seq_len, batch, n_classes, first, s) for s in seeds]
-        out[f"{name}_grad"] = np.mean([r[0] for r in runs], axis=0)
-        out[f"{name}_act"] = np.mean([r[1] for r in runs], axis=0)
-    out["layer"] = np.arange(1, depth + 1)
+    runs = [_pre_and_post(depth, d_model, n_heads, seq_len, batch, n_classes, s) for s in seeds]
+    out = {"layer": np.arange(1, depth + 1)}
+    for name in ("pre", "post"):
+        out[f"{name}_grad"] = np.mean([r[name][0] for r in runs], axis=0)
+        out[f"{name}_act"] = np.mean([r[name][1] for r in runs], axis=0)
     return out
 
 
-def _one_stack(depth, d_model, n_heads, seq_len, batch, n_classes, norm_first, seed):
+def _pre_and_post(depth, d_model, n_heads, seq_len, batch, n_classes, seed) -> dict:
+    """The same Xavier-initialised weights, input and targets, wired first pre-norm, then post-norm."""
     torch.manual_seed(seed)
-    blocks = nn.ModuleList(xavier_init_(EncoderBlock(d_model, n_heads, norm_first=norm_first)) for _ in range(depth))
-    final_norm = LayerNorm(d_model) if norm_first else nn.Identity()  # pre-norm stacks end with a norm
+    stack = nn.ModuleList(xavier_init_(EncoderBlock(d_model, n_heads)) for _ in range(depth))
     readout = nn.Linear(d_model, n_classes)
     x = torch.randn(batch, seq_len, d_model)                                  # (B, N, D)
+    targets = torch.randint(n_classes, (batch, seq_len))                      # (B, N)
+    return {name: _grads_and_acts(stack, readout, x, targets, first) for name, first in (("pre", True),
+                                                                                         ("post", False))}
+
+
+def _grads_and_acts(stack: nn.ModuleList, readout: nn.Module, x: torch.Tensor, targets: torch.Tensor,
+                    norm_first: bool) -> tuple[np.ndarray, np.ndarray]:
+    for module in stack.modules():
+        if isinstance(module, Residual):
+            module.norm_first = norm_first
+    stack.zero_grad(set_to_none=True)
     acts = []
-    for block in blocks:
+    for block in stack:
         x = block(x)                                                          # (B, N, D)
         acts.append(float(x.detach().pow(2).mean().sqrt()))
-    logits = readout(final_norm(x))                                           # (B, N, K)
-    targets = torch.randint(n_classes, (batch, seq_len))
-    F.cross_entropy(logits.reshape(-1, n_classes), targets.reshape(-1)).backward()
-    grads = [math.sqrt(sum(float(p.grad.pow(2).sum()) for p in b.parameters())) for b in blocks]
+    h = layer_norm(x) if norm_first else x                                    # pre-norm stacks end with a norm
+    logits = readout(h)                                                       # (B, N, K)
+    F.cross_entropy(logits.reshape(-1, logits.shape[-1]), targets.reshape(-1)).backward()
+    grads = [math.sqrt(sum(float(p.grad.pow(2).sum()) for p in b.parameters())) for b in stack]
     return np.array(grads), np.array(acts)
 
 
+@few_threads()
 def ffn_demo(d_model: int, mult: int = 4, activation: str = "relu", n_tokens: int = 6, seed: int = 0) -> dict:
     """One FFN on n_tokens random token vectors: hidden activations (N, d_ff), their share of exact zeros, and the
     position-wise check: running the whole sequence equals running each token alone (max difference)."""
     if d_model < 1 or mult < 1:
         raise InputError("anatomy.bad_ffn", "d_model and the d_ff multiplier must be at least 1")
     torch.manual_seed(seed)
-    ffn = xavier_init_(FeedForward(d_model, mult * d_model, activation)).eval()
-    x = torch.randn(n_tokens, d_model)                                        # (N, D)
+    ffn = xavier_init_(FeedForward(d_model, mult * d_model, activation)).double().eval()
+    x = torch.randn(n_tokens, d_model, dtype=torch.float64)                   # (N, D)
     with torch.no_grad():
         h, y = ffn.hidden(x), ffn(x)                                          # (N, d_ff), (N, D)
         one_by_one = torch.stack([ffn(x[i]) for i in range(n_tokens)])        # (N, D)
@@ -397,6 +424,7 @@ def block_parameter_split(d_model: int, d_ff: int, decoder: bool = False) -> dic
             "norm": (n_attn + 1) * 2 * d_model}
 
 
+@few_threads()
 def dropout_places_demo(p: float, training: bool, n_tokens: int = 5, d_model: int = 8, seed: int = 0) -> dict:
     """Dropout at its three places in a Transformer, on small random tensors: the attention weights (N, N) after
     softmax, a sublayer output (N, D) before the residual add, and embeddings + positions (N, D).
@@ -413,16 +441,19 @@ def dropout_places_demo(p: float, training: bool, n_tokens: int = 5, d_model: in
     return out
 
 
+@few_threads()
 def dropout_statistics(p: float, n_draws: int = 2000, size: int = 256, seed: int = 0) -> dict[str, np.ndarray]:
     """Per draw (n_draws,): kept fraction and mean output / mean input for our dropout and torch.nn.Dropout on the
-    same all-ones input of `size` elements. Both should centre on 1 - p and 1."""
+    same all-ones input of `size` elements. Both should centre on 1 - p and 1. "step": spacing of the ratio's values.
+    Needs p < 1."""
     g = torch.Generator().manual_seed(seed)
     x = torch.ones(n_draws, size)                                             # (draws, size)
     ours, keep = dropout(x, p, True, generator=g)
     torch.manual_seed(seed)
     ref = nn.Dropout(p).train()(x)                                            # (draws, size)
     return {"ours_keep": keep.double().mean(1).numpy(), "ours_mean": ours.double().mean(1).numpy(),
-            "torch_keep": (ref != 0).double().mean(1).numpy(), "torch_mean": ref.double().mean(1).numpy()}
+            "torch_keep": (ref != 0).double().mean(1).numpy(), "torch_mean": ref.double().mean(1).numpy(),
+            "step": np.array(1.0 / (size * (1.0 - p)))}
 
 
 def activation_curves(lo: float = -4.0, hi: float = 4.0, n: int = 161) -> tuple[np.ndarray, dict[str, np.ndarray]]:

@@ -98,6 +98,8 @@ def open_page(browser, server_url):
 def wait_done(page, timeout_ms: int = 120_000) -> None:
     """Wait until the script run has finished (and the page has settled a little)."""
     page.wait_for_selector("[data-testid='stApp']", timeout=timeout_ms)
+    # a slow first run may not have started yet: wait for the page to draw something before trusting "notRunning"
+    page.wait_for_selector("[data-testid='stMain'] [data-testid='stElementContainer']", timeout=timeout_ms)
     page.wait_for_timeout(300)
     page.wait_for_selector(DONE, timeout=timeout_ms)
     page.wait_for_timeout(500)

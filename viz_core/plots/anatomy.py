@@ -16,9 +16,14 @@ HIGHLIGHT = "#e4572e"  # outlines and the picked token: one accent colour, visib
 _MARGIN = dict(l=10, r=10, t=60, b=10)
 
 
-def _legend_top(fig: go.Figure) -> go.Figure:
-    fig.update_layout(legend=dict(orientation="h", yanchor="bottom", y=1.02, xanchor="left", x=0),
-                      margin=_MARGIN)
+def _legend_top(fig: go.Figure, above_titles: bool = False) -> go.Figure:
+    """Title, then a horizontal legend under it, both in the top margin (container coordinates), so that a legend
+    wrapping onto two lines on a narrow screen never covers the title or the subplot titles."""
+    h = fig.layout.height or 450
+    fig.update_layout(title=dict(yref="container", y=1 - 10 / h, yanchor="top"),
+                      legend=dict(orientation="h", yref="container", y=1 - 38 / h, yanchor="top", xanchor="left",
+                                  x=0, traceorder="normal"),
+                      margin=dict(_MARGIN, t=100 + (25 if above_titles else 0)))
     return fig
 
 
@@ -28,19 +33,19 @@ def norm_grid_figure(y: np.ndarray, valid: np.ndarray, row_labels: Sequence[str]
                      note: str) -> go.Figure:
     """Token vectors y (B, N, D) drawn as a (B*N, D) matrix (row = token, column = feature), pads hatched; the set
     of numbers one normalisation group uses is outlined: a row (over_rows=True: LayerNorm, RMSNorm) or a column
-    (BatchNorm). note labels the outline."""
+    (BatchNorm). note, under the title, says what the outline means."""
     flat, pads = y.reshape(-1, y.shape[-1]), ~valid.reshape(-1)[:, None].repeat(y.shape[-1], 1)
-    fig = matrix_heatmap(flat, row_labels, col_labels, title=title, x_title=x_title, y_title=y_title,
+    heading = f"{title}<br><span style='font-size:12px;color:{HIGHLIGHT}'>▭ {note}</span>"
+    fig = matrix_heatmap(flat, row_labels, col_labels, title=heading, x_title=x_title, y_title=y_title,
                          value_name=value_name, signed=True, mask=pads, value_format=".3f",
-                         height=min(560, 170 + 24 * flat.shape[0]))
+                         height=min(560, 190 + 24 * flat.shape[0]))
     n_rows, n_cols = flat.shape
     if over_rows:
         box = dict(x0=-0.5, x1=n_cols - 0.5, y0=group - 0.5, y1=group + 0.5)
     else:
         box = dict(x0=group - 0.5, x1=group + 0.5, y0=-0.5, y1=n_rows - 0.5)
     fig.add_shape(type="rect", line=dict(color=HIGHLIGHT, width=3), **box)
-    fig.add_annotation(x=box["x1"], y=box["y0"], text=note, showarrow=True, arrowcolor=HIGHLIGHT, ax=30, ay=-28,
-                       font=dict(color=HIGHLIGHT), xanchor="left")
+    fig.update_layout(margin=dict(l=10, r=10, t=70, b=10))
     return fig
 
 
@@ -61,8 +66,8 @@ def norm_stats_figure(stats: Mapping[str, Mapping[str, np.ndarray]], *, panel_ti
         fig.update_xaxes(title_text=feature_title, row=2, col=c)
         for r in (1, 2):
             fig.update_yaxes(title_text=value_title, row=r, col=c)
-    fig.update_layout(height=620)
-    return _legend_top(fig)
+    fig.update_layout(height=640)
+    return _legend_top(fig, above_titles=True)
 
 
 def eps_figure(curve: Mapping[str, np.ndarray], *, names: Mapping[str, str], title: str, x_title: str,
@@ -95,8 +100,8 @@ def placement_figure(res: Mapping[str, np.ndarray], *, names: Mapping[str, str],
     fig.update_xaxes(title_text=layer_title)
     fig.update_yaxes(title_text=grad_title, type="log", row=1, col=1)
     fig.update_yaxes(title_text=act_title, rangemode="tozero", row=1, col=2)
-    fig.update_layout(height=430)
-    return _legend_top(fig)
+    fig.update_layout(height=450)
+    return _legend_top(fig, above_titles=True)
 
 
 # ---------------------------------------------------------------- FFN
@@ -143,7 +148,8 @@ def flow_figure(boxes: Sequence[str], highlight: Sequence[bool], *, title: str, 
         fig.add_annotation(x=0.5, y=y, text=text, showarrow=False, font=dict(size=13))
         if i:
             fig.add_annotation(x=0.5, y=y + 0.36, ax=0.5, ay=y + 0.64, xref="x", yref="y", axref="x", ayref="y",
-                               showarrow=True, arrowhead=2, arrowwidth=1.5, text="")
+                               showarrow=True, arrowhead=2, arrowwidth=1.5, arrowcolor="rgba(128,128,128,0.9)",
+                               text="")
     fig.update_xaxes(visible=False, range=[0, 1], fixedrange=True)
     fig.update_yaxes(visible=False, range=[-0.6, n - 0.4], fixedrange=True)
     fig.update_layout(title=dict(text=title), height=80 + box_height * n, margin=_MARGIN, showlegend=False)
@@ -153,11 +159,15 @@ def flow_figure(boxes: Sequence[str], highlight: Sequence[bool], *, title: str, 
 # ---------------------------------------------------------------- dropout
 def dropout_stats_figure(stats: Mapping[str, np.ndarray], *, names: Mapping[str, str], title: str,
                          x_title: str, y_title: str) -> go.Figure:
-    """Histograms over many draws of mean(output) / mean(input) for ours and torch.nn.Dropout (should centre on 1)."""
+    """Histograms over many draws of mean(output) / mean(input) for ours and torch.nn.Dropout (should centre on 1).
+    stats from blocks.dropout_statistics (with its "step", the spacing of the possible values)."""
     fig = go.Figure()
+    values = np.concatenate([stats["ours_mean"], stats["torch_mean"]])
+    step = float(stats["step"])  # the ratio moves in steps of 1 / (size (1 - p)): bins hold whole steps
+    size = step * max(1, round((values.max() - values.min()) / step / 40))
     for i, key in enumerate(("ours_mean", "torch_mean")):
-        fig.add_trace(go.Histogram(x=stats[key], name=names[key], opacity=0.6, nbinsx=40,
-                                   marker_color=LINE_COLOURS[i]))
+        fig.add_trace(go.Histogram(x=stats[key], name=names[key], opacity=0.6, marker_color=LINE_COLOURS[i],
+                                   xbins=dict(start=values.min() - step / 2, end=values.max() + step, size=size)))
     fig.add_vline(x=1.0, line=dict(color=HIGHLIGHT, dash="dot"))
     fig.update_layout(barmode="overlay", title=dict(text=title), height=340)
     fig.update_xaxes(title_text=x_title)

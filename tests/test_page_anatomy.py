@@ -1,0 +1,97 @@
+"""AppTest for the Anatomy page: every section in English and Chinese, widgets driven, real content checked, and bad
+input shown as an error element instead of an exception."""
+from tests.conftest import assert_clean, run_page
+
+
+def _text(at) -> str:
+    """Every markdown, caption and metric on the page, as one string."""
+    parts = [m.value for m in at.markdown] + [c.value for c in at.caption]
+    parts += [f"{m.label} {m.value}" for m in at.metric]
+    return "\n".join(parts)
+
+
+def _metric(at, label: str) -> str:
+    return next(m.value for m in at.metric if m.label == label)
+
+
+def test_norms_en_matches_torch_and_reports_std_gap():
+    at = run_page("anatomy", {"lang": "en"})
+    assert_clean(at)
+    assert at.title[0].value == "Anatomy of a Transformer block"
+    assert len(at.get("plotly_chart")) == 6
+    assert float(_metric(at, "ours vs nn.LayerNorm")) < 1e-10
+    assert float(_metric(at, "BatchNorm shift from pads")) > 0
+    at.slider(key="anatomy.nd").set_value(4).run()
+    at.slider(key="anatomy.pads").set_value(0).run()
+    assert_clean(at)
+    assert "0.8660" in _text(at) and "13.4% smaller" in _text(at)  # sqrt(3/4) at D = 4
+    assert float(_metric(at, "BatchNorm shift from pads")) == 0
+    at.slider(key="anatomy.nb").set_value(1).run()
+    at.slider(key="anatomy.nn").set_value(1).run()
+    assert_clean(at)
+    assert any("collapses to β" in w.value for w in at.warning)
+
+
+def test_placement_zh():
+    at = run_page("anatomy", {"lang": "zh", "section": "placement", "depth": "4"})
+    assert_clean(at)
+    assert at.title[0].value == "Transformer 模块解剖"
+    assert "看点" in _text(at) and len(at.get("plotly_chart")) == 1
+    shallow = float(_metric(at, "最后一层的梯度（pre-norm）"))
+    at.slider(key="anatomy.depth").set_value(24).run()
+    assert_clean(at)
+    assert float(_metric(at, "最后一层的梯度（pre-norm）")) < shallow  # deeper pre-norm stack: smaller top gradient
+    assert float(_metric(at, "pre-norm：最后一层之后的均方根")) > 2
+
+
+def test_ffn_and_dropout_en():
+    at = run_page("anatomy", {"lang": "en", "section": "ffn"})
+    assert_clean(at)
+    assert _metric(at, "hidden units exactly 0") != "0%"
+    at.radio(key="anatomy.act").set_value("gelu").run()
+    assert _metric(at, "hidden units exactly 0") == "0%"
+    assert "FFN" in at.dataframe[0].value.columns
+    at.radio(key="anatomy.section").set_value("dropout").run()
+    at.slider(key="anatomy.p").set_value(0.5).run()
+    assert_clean(at)
+    assert "1/(1 − p) = 2.000" in _text(at) and "torch.nn.Dropout" in _text(at)
+    at.toggle(key="anatomy.train").set_value(False).run()
+    assert "Eval mode" in _text(at)
+
+
+def test_smoothing_zh():
+    at = run_page("anatomy", {"lang": "zh", "section": "smoothing", "eps": "0.1", "k": "10"})
+    assert_clean(at)
+    text = _text(at)
+    assert "0.910" in text and "F.cross_entropy" in text and "标签平滑" in text
+    assert "104" in text or "103" in text  # float32 softmax underflows near m = 104
+    at.slider(key="anatomy.eps").set_value(0.3).run()
+    assert "0.730" in _text(at)  # 1 - 0.3 + 0.3 / 10
+
+
+def test_path_shapes_sampling_and_parameters_zh():
+    at = run_page("anatomy", {"lang": "zh", "section": "path"})
+    assert_clean(at)
+    table = at.dataframe[0].value
+    shapes = list(table.iloc[:, 2])
+    assert "(2, 1000)" in shapes and "(2, 4)" in shapes and "(1000,)" in shapes
+    assert _metric(at, "参数总量") == "63,084,544" == _metric(at, "torch 模块（meta 设备）")
+    at.selectbox(key="anatomy.vocab").set_value(200).run()
+    at.number_input(key="anatomy.top_k").set_value(1).run()
+    assert_clean(at)
+    assert "(2, 200)" in list(at.dataframe[0].value.iloc[:, 2])
+    assert "200 个词元中有 1 个" in _text(at)
+    at.radio(key="anatomy.share").set_value("none").run()
+    assert _metric(at, "参数总量") == "100,972,544"
+
+
+def test_bad_input_is_explained_en():
+    at = run_page("anatomy", {"lang": "en", "section": "path", "prompt": " "})
+    assert_clean(at)
+    assert any("at least one word" in e.value for e in at.error)
+    at.number_input(key="anatomy.ph").set_value(7).run()  # 512 is not divisible by 7
+    assert_clean(at)
+    assert any("divisible" in e.value for e in at.error)
+    at.text_input(key="anatomy.prompt").input("the cat sat").run()
+    assert_clean(at)
+    assert "(3, 1000)" in list(at.dataframe[0].value.iloc[:, 2])
