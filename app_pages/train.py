@@ -1,7 +1,419 @@
-"""Placeholder while the page is built."""
+"""Train page: train a small encoder-decoder Transformer on a toy task, then look inside it.
+
+Reads top to bottom: task -> tabs (train, decode, attention, snapshots, save/load, compare). A training job lives in
+st.session_state and is advanced by the loop at the very end of the script, which redraws the live placeholders.
+"""
+import numpy as np
 import streamlit as st
 
 from app_pages import _ui as ui
+from app_pages._ui import train as tu
+from viz_core.errors import InputError
+from viz_core.model import ModelConfig
+from viz_core.plots import train as plots
+from viz_core.tasks import TASKS, make_task
+from viz_core.training import (TrainConfig, check_fits, checkpoint_zip, load_checkpoint_files, noam_lr, pick_device,
+                               read_upload)
 
-st.session_state["_page_ns"] = "train"
-st.info(ui.t("common.under_construction"))
+ui.setup("train")
+t = ui.t
+
+PRESETS = {  # d_model, heads, layers (encoder and decoder each), d_ff
+    "tiny": (32, 2, 1, 64),
+    "small": (64, 4, 2, 128),
+    "medium": (128, 8, 3, 512),
+}
+KINDS = ("enc", "dec", "cross")
+CAPTURE = {"enc": "enc.{}.self_attn", "dec": "dec.{}.self_attn", "cross": "dec.{}.cross_attn"}
+COMPARISONS = ("heads", "norm", "scale")
+
+
+# ---------------------------------------------------------------- task
+def choose_task():
+    name = ui.selectbox(t("train.task"), list(TASKS), "task", default="reverse",
+                        format_func=lambda n: t(f"train.task_{n}"))
+    st.caption(t(f"train.task_{name}_help"))
+    if name in ("copy", "reverse", "sort"):
+        c1, c2 = st.columns(2)
+        cls = TASKS[name]
+        hi = ui.slider(t("train.max_len"), 2, 16, "max_len", cls.max_len, container=c1, help=t("train.max_len_help"))
+        lo = ui.slider(t("train.min_len"), 1, hi, "min_len", min(cls.min_len, hi), container=c2)
+        return make_task(name, min_len=lo, max_len=hi)
+    if name == "addition":
+        return make_task(name, max_len=ui.slider(t("train.digits"), 1, 4, "digits", 2))
+    return make_task(name)
+
+
+def describe_model(model, origin: str) -> None:
+    info = model.info
+    acc = info.get("val_exact")
+    st.info(t(f"train.origin_{origin}", steps=info.get("steps", "?"), seconds=info.get("seconds", "?"),
+              acc="?" if acc is None else f"{100 * acc:.1f}", device=info.get("device", "cpu")))
+    if origin != "shipped" and tu.shipped(model.task.name) is not None:
+        st.button(t("train.reset"), key="train.reset", on_click=tu.forget_model, args=(model.task.name,))
+
+
+# ---------------------------------------------------------------- train tab
+def model_settings(task_name: str) -> ModelConfig:
+    preset = ui.radio(t("train.preset"), list(PRESETS) + ["custom"], "preset", default="small",
+                      format_func=lambda p: t(f"train.preset_{p}"))
+    if preset != "custom":
+        d, h, layers, ff = PRESETS[preset]
+        st.caption(t("train.preset_caption", d=d, h=h, layers=layers, ff=ff))
+        return ModelConfig(d_model=d, n_heads=h, n_enc_layers=layers, n_dec_layers=layers, d_ff=ff)
+    return custom_settings()
+
+
+def custom_settings() -> ModelConfig:
+    c = st.columns(4)
+    d = ui.selectbox(t("train.d_model"), [16, 32, 64, 128, 256, 512, 1024], "d_model", 64, container=c[0])
+    heads = ui.selectbox(t("train.heads"), [h for h in (1, 2, 4, 8, 16) if h <= d], "heads", 4, container=c[1])
+    kv = ui.selectbox(t("train.kv_heads"), [k for k in (16, 8, 4, 2, 1) if heads % k == 0 and k <= heads],
+                      "kv_heads", heads, container=c[2], help=t("train.kv_heads_help"))
+    layers = ui.slider(t("train.layers"), 1, 8, "layers", 2, container=c[3])
+    c = st.columns(4)
+    ff = ui.selectbox(t("train.d_ff"), [32, 64, 128, 256, 512, 1024, 2048, 4096], "d_ff", 128, container=c[0])
+    pos = ui.selectbox(t("train.positions"), ["sinusoidal", "learned"], "pos", container=c[1],
+                       format_func=lambda p: t(f"train.pos_{p}"))
+    norm = ui.selectbox(t("train.norm"), ["pre", "post"], "norm", container=c[2],
+                        format_func=lambda n: t(f"train.norm_{n}"))
+    drop = ui.slider(t("train.dropout"), 0.0, 0.5, "dropout", 0.0, step=0.05, container=c[3])
+    c = st.columns(2)
+    scale = ui.checkbox(t("train.scale"), "scale", True, container=c[0], help=t("train.scale_help"))
+    tie = ui.checkbox(t("train.tie"), "tie", False, container=c[1], help=t("train.tie_help"))
+    return ModelConfig(d_model=d, n_heads=heads, n_kv_heads=kv, n_enc_layers=layers, n_dec_layers=layers,
+                       d_ff=ff, positions=pos, norm=norm, scale=scale, emb_dropout=drop, attn_dropout=drop,
+                       resid_dropout=drop, tie_weights=tie)
+
+
+def train_settings() -> TrainConfig:
+    c = st.columns(3)
+    seconds = ui.slider(t("train.seconds"), 1, 120, "seconds", 20, container=c[0], help=t("train.seconds_help"))
+    batch = ui.selectbox(t("train.batch"), [16, 32, 64, 128, 256, 512, 1024, 4096], "batch", TrainConfig.batch_size, container=c[1])
+    target = ui.slider(t("train.target"), 0.5, 1.0, "target", 0.99, step=0.01, container=c[2],
+                       help=t("train.target_help"))
+    with st.expander(t("train.optimizer")):
+        ui.latex(r"\mathrm{lr}(s) = f \cdot d_{\mathrm{model}}^{-0.5}\cdot\min\!\left(s^{-0.5},\; "
+                 r"s\cdot \mathrm{warmup}^{-1.5}\right)")
+        c = st.columns(4)
+        factor = ui.slider(t("train.lr_factor"), 0.05, 3.0, "lr", TrainConfig.lr_factor, step=0.05, container=c[0])
+        warmup = ui.slider(t("train.warmup"), 1, 2000, "warmup", TrainConfig.warmup, container=c[1])
+        smooth = ui.slider(t("train.smoothing"), 0.0, 0.5, "smooth", 0.1, step=0.05, container=c[2])
+        seed = ui.number(t("train.seed"), 0, 10_000, "seed", 0, container=c[3])
+    force_cpu = ui.checkbox(t("train.force_cpu"), "cpu", False)
+    return TrainConfig(batch_size=batch, max_seconds=float(seconds), target_accuracy=target, lr_factor=factor,
+                       warmup=warmup, label_smoothing=smooth, seed=int(seed), force_cpu=force_cpu)
+
+
+def schedule_figure(model_cfg: ModelConfig, train_cfg: TrainConfig):
+    steps = np.arange(1, 4 * train_cfg.warmup + 200)
+    lr = [noam_lr(int(s), model_cfg.d_model, train_cfg.warmup, train_cfg.lr_factor) for s in steps]
+    return plots.schedule_curve(steps, lr, warmup=train_cfg.warmup, x_title=t("train.step"), y_title=t("train.lr"))
+
+
+def train_tab(task):
+    model_cfg = model_settings(task.name)
+    train_cfg = train_settings()
+    device = pick_device(train_cfg.force_cpu)
+    st.caption(t("train.device", device=str(device)) + " " + t(f"train.device_note_{device.type}"))
+    fits, err = tu.safe(check_fits, task, model_cfg, train_cfg)
+    if err is not None:
+        ui.show_error(err)
+    else:
+        params, need = fits
+        st.caption(t("train.size", params=f"{params:,}", mib=f"{need / 2 ** 20:.1f}"))
+    with st.expander(t("train.schedule")):
+        ui.plot(schedule_figure(model_cfg, train_cfg), key="train.schedule_fig")
+    running = tu.job() is not None
+    if running:
+        st.caption(t("train.running_note"))
+    c1, c2 = st.columns(2)
+    c1.button(t("train.go"), key="train.go", type="primary", disabled=running or err is not None,
+              on_click=tu.start_job, args=("train", task, [("run", model_cfg, train_cfg)]))
+    c2.button(t("train.stop"), key="train.stop", disabled=not running, on_click=tu.stop_job)
+    return placeholders(), model_cfg, train_cfg
+
+
+def placeholders() -> dict:
+    return {"progress": st.empty(), "curves": st.empty()}
+
+
+# ---------------------------------------------------------------- decode tab
+def decode_tab(model) -> str:
+    text = ui.text(t("train.input"), f"src_{model.task.name}", model.task.example, max_chars=200, help=t("train.input_help"))
+    trace, err = tu.safe(model.decode_trace, text)
+    if err is not None:
+        ui.show_error(err)
+        return ""
+    out = [tok for tok in trace.out if tok != "<eos>"]
+    answer = model.task.detokenize(out)
+    st.markdown(t("train.output"))
+    st.code(answer or " ", language=None)
+    expected = model.task.solve(trace.src)
+    if expected is not None:
+        ok = expected == out
+        (st.success if ok else st.warning)(t("train.correct" if ok else "train.wrong",
+                                             expected=model.task.detokenize(expected)))
+    step_view(trace)
+    return text
+
+
+def step_view(trace) -> None:
+    st.markdown(t("train.decode_explain"))
+    ui.latex(r"y_t = \arg\max_{v} \; p(v \mid y_{<t}, x)")
+    n = len(trace.out)
+    step = ui.slider(t("train.decode_step"), 1, max(n, 2), "step", 1) if n > 1 else 1
+    step = min(step, n)
+    so_far = " ".join(["<bos>"] + trace.out[: step - 1])
+    st.caption(t("train.so_far", tokens=so_far, chosen=trace.out[step - 1]))
+    chosen = trace.vocab.index(trace.out[step - 1])
+    c1, c2 = st.columns(2)
+    with c1:
+        ui.plot(plots.next_token_bars(trace.probs[step - 1], trace.vocab, chosen, x_title=t("train.probability"),
+                                      y_title=t("train.token"), title=t("train.bars_title", step=step)),
+                key="train.bars")
+    labels = [f"{i + 1}: {tok}" for i, tok in enumerate(trace.out)]
+    with c2:
+        ui.plot(plots.decoding_heatmap(trace.probs, labels, trace.vocab, title=t("train.probs_title"),
+                                       x_title=t("train.next_token"), y_title=t("train.decode_step"),
+                                       value_name=t("train.probability")), key="train.probs")
+    csv = "step,chosen," + ",".join(trace.vocab) + "\n" + "\n".join(
+        f"{i + 1},{tok}," + ",".join(f"{p:.6f}" for p in row) for i, (tok, row) in enumerate(zip(trace.out, trace.probs)))
+    ui.download(t("train.download_probs"), csv, "next_token_probs.csv", "text/csv", key="train.dl_probs")
+
+
+# ---------------------------------------------------------------- attention and snapshots
+def kind_layer_head(model, prefix: str, with_head: bool = True):
+    c = st.columns(3 if with_head else 2)
+    kind = ui.radio(t("train.kind"), list(KINDS), f"{prefix}kind", default="cross", container=c[0],
+                    format_func=lambda k: t(f"train.kind_{k}"))
+    n_layers = model.config.n_enc_layers if kind == "enc" else model.config.n_dec_layers
+    layer = ui.selectbox(t("train.layer"), list(range(n_layers)), f"{prefix}layer", n_layers - 1, container=c[1])
+    head = None
+    if with_head:
+        head = ui.selectbox(t("train.head"), ["all"] + list(range(model.config.n_heads)), f"{prefix}head", "all",
+                            container=c[2], format_func=lambda h: t("train.all_heads") if h == "all" else str(h))
+    return kind, layer, head
+
+
+def axes_for(kind: str, src: list, tgt_in: list):
+    """(row labels, column labels, x title, y title, mask) of a capture kind."""
+    rows = src if kind == "enc" else tgt_in
+    cols = tgt_in if kind == "dec" else src
+    mask = np.triu(np.ones((len(rows), len(cols)), dtype=bool), 1) if kind == "dec" else None
+    y = t("train.query_src") if kind == "enc" else t("train.query_tgt")
+    x = t("train.key_tgt") if kind == "dec" else t("train.key_src")
+    return rows, cols, x, y, mask
+
+
+def draw_maps(maps, kind, head, src, tgt_in, key: str) -> None:
+    rows, cols, x, y, mask = axes_for(kind, src, tgt_in)
+    if head == "all":
+        titles = [t("train.head_n", h=h) for h in range(maps.shape[0])]
+        fig = plots.attention_heads(maps, rows, cols, titles, x_title=x, y_title=y, value_name=t("train.weight"),
+                                    mask=mask)
+    else:
+        fig = plots.attention_matrix(maps[head], rows, cols, x_title=x, y_title=y, value_name=t("train.weight"),
+                                     mask=mask, title=t("train.head_n", h=head))
+    ui.plot(fig, key=key)
+
+
+def attention_tab(model, text: str) -> None:
+    st.markdown(t("train.attention_explain"))
+    ui.latex(r"\mathrm{softmax}\!\left(\frac{QK^\top}{\sqrt{d_k}} + M\right)V")
+    ui.latex(r"M_{ij} \in \{0, -\infty\}")
+    kind, layer, head = kind_layer_head(model, "")
+    st.caption(t(f"train.kind_{kind}_help"))
+    result, err = tu.safe(model.attention, text)
+    if err is not None:
+        ui.show_error(err)
+        return
+    draw_maps(result.maps[CAPTURE[kind].format(layer)], kind, head, result.src, result.tgt_in, "train.attn")
+    arrays = {name.replace(".", "_"): w for name, w in result.maps.items()}
+    ui.download(t("train.download_attn"), ui.npz_bytes(src=result.src, tgt_in=result.tgt_in, **arrays),
+                "attention.npz", "application/octet-stream", key="train.dl_attn")
+
+
+def snapshots_tab(model) -> None:
+    st.markdown(t("train.snap_explain", example=model.task.example))
+    snaps = model.snapshots
+    if not snaps:
+        st.info(t("train.no_snapshots"))
+        return
+    kind, layer, _ = kind_layer_head(model, "snap_", with_head=False)
+    i = ui.slider(t("train.snapshot"), 0, len(snaps) - 1, "snap", len(snaps) - 1) if len(snaps) > 1 else 0
+    snap = snaps[i]
+    src = model.task.tokenize(model.task.example)
+    tgt_in = ["<bos>"] + (model.task.solve(src) or [])
+    st.caption(t("train.snap_at", step=snap.step))
+    draw_maps(snap.maps[CAPTURE[kind].format(layer)], kind, "all", src, tgt_in, "train.snap_fig")
+    if model.history:
+        ui.plot(curves([(t("train.this_model"), model.history)], marker_x=snap.step), key="train.snap_curves")
+
+
+def curves(runs, marker_x=None):
+    return plots.training_curves(runs, x_title=t("train.step"), loss_title=t("train.loss"),
+                                 acc_title=t("train.accuracy"), loss_name=t("train.loss"),
+                                 train_acc_name=t("train.train_acc"), val_name=t("train.val_exact"),
+                                 marker_x=marker_x)
+
+
+# ---------------------------------------------------------------- save / load
+def on_upload() -> None:
+    files = st.session_state.get("train.upload") or []
+    st.session_state["train.upload_error"] = None
+    if not files:
+        return
+    model, err = tu.safe(lambda: load_checkpoint_files(read_upload(tu.read_uploads(files))))
+    st.session_state["train.upload_error"] = err
+    if model is not None:
+        tu.keep_model(model.task.name, model, "uploaded")
+        st.session_state["train.task"] = model.task.name
+
+
+def save_tab(model) -> None:
+    st.markdown(t("train.save_explain"))
+    dtype = ui.radio(t("train.save_dtype"), ["float32", "float16"], "dtype")
+    ui.download(t("train.download_ckpt"), checkpoint_zip(model, dtype), f"{model.task.name}-checkpoint.zip",
+                "application/zip", key="train.dl_ckpt")
+    st.file_uploader(t("train.upload"), type=["zip", "json", "safetensors"], accept_multiple_files=True,
+                     key="train.upload", on_change=on_upload, help=t("train.upload_help"))
+    err = st.session_state.get("train.upload_error")
+    if err is not None:
+        ui.show_error(err)
+
+
+# ---------------------------------------------------------------- compare
+def variants(kind: str, base: ModelConfig) -> list[tuple[str, ModelConfig]]:
+    d = base.to_dict()
+    heads = max(base.n_heads, 4)
+    if kind == "heads":
+        return [(t(f"train.variant_{name}"), ModelConfig.from_dict(d | {"n_heads": heads, "n_kv_heads": kv}))
+                for name, kv in (("mha", heads), ("gqa", heads // 2), ("mqa", 1))]
+    if kind == "norm":
+        return [(t(f"train.norm_{n}"), ModelConfig.from_dict(d | {"norm": n})) for n in ("pre", "post")]
+    return [(t(f"train.variant_scale_{s}"), ModelConfig.from_dict(d | {"scale": s})) for s in (True, False)]
+
+
+def compare_tab(task, base: ModelConfig, train_cfg: TrainConfig) -> dict:
+    st.markdown(t("train.compare_explain"))
+    kind = ui.radio(t("train.comparison"), list(COMPARISONS), "cmp", format_func=lambda k: t(f"train.cmp_{k}"))
+    st.caption(t(f"train.cmp_{kind}_help"))
+    steps = ui.slider(t("train.cmp_steps"), 20, 1500, "cmp_steps", 300, step=10, help=t("train.cmp_steps_help"))
+    cfg = TrainConfig.from_dict(train_cfg.to_dict() | {"max_steps": steps, "max_seconds": 120.0,
+                                                        "target_accuracy": None})
+    runs = [(label, m, cfg) for label, m in variants(kind, base)]
+    running = tu.job() is not None
+    c1, c2 = st.columns(2)
+    c1.button(t("train.cmp_go"), key="train.cmp_go", disabled=running, on_click=tu.start_job,
+              args=(f"compare:{kind}", task, runs))
+    c2.button(t("train.stop"), key="train.cmp_stop", disabled=not running, on_click=tu.stop_job)
+    ph = placeholders()
+    stored = tu.compare_runs().get((task.name, kind))
+    if stored and not running:
+        with ph["curves"].container():
+            ui.plot(curves(stored), key="train.cmp_curves")
+        compare_summary(stored)
+    return ph
+
+
+def compare_summary(stored) -> None:
+    """Final held-out accuracy and throughput of each variant, side by side."""
+    names = [label for label, _ in stored]
+    last = [hist[-1] for _, hist in stored]
+    c1, c2 = st.columns(2)
+    with c1:
+        ui.plot(plots.compare_bars(names, [h.get("val_exact") or 0.0 for h in last], title=t("train.cmp_final_acc"),
+                                   x_title=t("train.variant"), y_title=t("train.val_exact")), key="train.cmp_acc")
+    with c2:
+        ui.plot(plots.compare_bars(names, [h["tokens_per_s"] for h in last], title=t("train.cmp_speed"),
+                                   x_title=t("train.variant"), y_title=t("train.tokens_per_s")), key="train.cmp_tps")
+
+
+# ---------------------------------------------------------------- the live loop (end of script)
+def draw_job(ph: dict, job, final: bool) -> None:
+    current = job.active()
+    index = len(job.runs) - 1 if current is None else current[0]
+    label, trainer = job.runs[index]
+    hist = trainer.history[-1] if trainer.history else None
+    share = min(1.0, max(trainer.seconds / trainer.train_cfg.max_seconds,
+                         trainer.step / (trainer.train_cfg.max_steps or 10 ** 9)))
+    ph["progress"].progress(share if not final else 1.0,
+                            text=t("train.progress", run=index + 1, runs=len(job.runs), step=trainer.step,
+                                   seconds=f"{trainer.seconds:.1f}",
+                                   acc="–" if hist is None or hist.val_exact is None else f"{100 * hist.val_exact:.1f}%",
+                                   tps=f"{trainer.tokens / max(trainer.seconds, 1e-9):,.0f}"))
+    runs = [(lab, [m.to_dict() for m in tr.history]) for lab, tr in job.runs if tr.history]
+    if runs:
+        with ph["curves"].container():
+            ui.plot(curves(runs), key=tu.live_key())
+
+
+def finish_job(job) -> None:
+    """Keep the result of a finished job (the trained model, or the comparison curves) and report why it stopped."""
+    trainer = job.runs[0][1]
+    reasons = [tr.reason for _, tr in job.runs]
+    if job.kind == "train":
+        if trainer.reason in ("nan", "diverged"):
+            st.session_state["train.result"] = ("error", trainer.reason, trainer.step)
+        else:
+            tu.keep_model(job.task_name, trainer.translator(), "trained")
+            st.session_state["train.result"] = ("ok", trainer.reason, trainer.step)
+    else:
+        key = (job.task_name, job.kind.split(":", 1)[1])
+        tu.compare_runs()[key] = [(label, [m.to_dict() for m in tr.history]) for label, tr in job.runs if tr.history]
+        st.session_state["train.result"] = ("ok", reasons[-1], trainer.step)
+    tu.clear_job()
+
+
+def show_result() -> None:
+    result = st.session_state.get("train.result")
+    if result is None:
+        return
+    status, reason, step = result
+    (st.error if status == "error" else st.success)(t(f"train.reason_{reason}", step=step))
+
+
+# ---------------------------------------------------------------- page
+st.markdown(t("train.intro"))
+ui.latex(r"\mathcal{L} = -\sum_t \sum_{v} q_t(v)\,\log p_\theta(v \mid y_{<t}, x)")
+ui.latex(r"q_t(v) = (1-\varepsilon)\,\mathbf{1}[v = y_t] + \varepsilon / V")
+try:
+    task = choose_task()
+except InputError as exc:
+    ui.show_error(exc)
+    task = make_task("reverse")
+model, origin = tu.current_model(task.name)
+show_result()
+if model is not None:
+    describe_model(model, origin)
+else:
+    st.warning(t("train.no_model"))
+
+tabs = st.tabs([t("train.tab_train"), t("train.tab_decode"), t("train.tab_attention"), t("train.tab_snapshots"),
+                t("train.tab_save"), t("train.tab_compare")])
+with tabs[0]:
+    train_ph, model_cfg, train_cfg = train_tab(task)
+    if tu.job() is None and model is not None and model.history:
+        with train_ph["curves"].container():
+            ui.plot(curves([(t("train.this_model"), model.history)]), key="train.curves")
+with tabs[1]:
+    text = decode_tab(model) if model is not None else ""
+with tabs[2]:
+    if model is not None and text:
+        attention_tab(model, text)
+with tabs[3]:
+    if model is not None:
+        snapshots_tab(model)
+with tabs[4]:
+    if model is not None:
+        save_tab(model)
+with tabs[5]:
+    compare_ph = compare_tab(task, model_cfg, train_cfg)
+
+job = tu.job()
+if job is not None:  # train while drawing; any click interrupts this loop and the next run continues it
+    ph = train_ph if job.kind == "train" else compare_ph
+    tu.run_job(job, lambda j, final: draw_job(ph, j, final))
+    finish_job(job)
+    st.rerun()

@@ -56,8 +56,8 @@ def is_heldout(src) -> bool:
 class Task:
     """Base class. Subclasses define the vocabularies, `random_source`, `solve` and how text is (de)tokenized."""
     name: str = ""
-    min_len: int = 1
-    max_len: int = 10
+    min_len: int = 3               # shortest source (tokens)
+    max_len: int = 10              # longest source (tokens)
     src_tokens: tuple = field(default=DIGITS, repr=False)
     tgt_tokens: tuple = field(default=DIGITS, repr=False)
 
@@ -146,6 +146,7 @@ class Sort(Task):
 class Addition(Task):
     """'12+34' -> '46': two numbers of 1..max_len digits (max_len is the number of digits here)."""
     name: str = "addition"
+    min_len: int = 1
     max_len: int = 2
     src_tokens: tuple = field(default=DIGITS + ("+",), repr=False)
 

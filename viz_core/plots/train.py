@@ -10,7 +10,7 @@ import numpy as np
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-from .common import LINE_COLOURS, MASK_COLOUR, PROB_SCALE, matrix_heatmap, tick_labels
+from .common import HATCH_FILL, LINE_COLOURS, MASK_COLOUR, PROB_SCALE, matrix_heatmap, tick_labels
 
 
 def _column(history: Sequence[dict], key: str) -> list:
@@ -48,6 +48,19 @@ def training_curves(runs: Sequence[tuple[str, Sequence[dict]]], *, x_key: str = 
     fig.update_yaxes(title_text=acc_title, range=[0, 1.02], row=1, col=2)
     fig.update_layout(height=height, margin=dict(l=10, r=10, t=40, b=10),
                       legend=dict(orientation="h", yanchor="top", y=-0.25, x=0))
+    return fig
+
+
+def schedule_curve(steps: Sequence[int], lr: Sequence[float], *, warmup: int | None = None,
+                   x_title: str = "step", y_title: str = "learning rate", height: int = 260) -> go.Figure:
+    """The learning rate over steps, with a dashed line at the end of the warmup."""
+    fig = go.Figure(go.Scatter(x=list(steps), y=list(lr), mode="lines", line=dict(color=LINE_COLOURS[0]),
+                               hovertemplate=f"{x_title}: %{{x}}<br>{y_title}: %{{y:.3e}}<extra></extra>"))
+    if warmup is not None:
+        fig.add_vline(x=warmup, line=dict(color=MASK_COLOUR, dash="dash"))
+    fig.update_xaxes(title_text=x_title)
+    fig.update_yaxes(title_text=y_title, rangemode="tozero", exponentformat="e")
+    fig.update_layout(height=height, margin=dict(l=10, r=10, t=20, b=10), showlegend=False)
     return fig
 
 
@@ -91,20 +104,34 @@ def attention_heads(maps: np.ndarray, row_labels: Sequence[str], col_labels: Seq
         fig.add_trace(_head_trace(maps[h], row_labels, col_labels, x_title, y_title, value_name, h == 0),
                       row=r + 1, col=c + 1)
         if mask is not None and np.any(mask):
-            ys, xs = np.nonzero(mask)
-            fig.add_trace(go.Scatter(x=xs, y=ys, mode="markers", hoverinfo="skip", showlegend=False,
-                                     marker=dict(symbol="square-x-open", size=max(4, 160 // max(mask.shape) // cols),
-                                                 color=MASK_COLOUR)), row=r + 1, col=c + 1)
+            for trace in _mask_traces(np.asarray(mask, dtype=bool)):
+                fig.add_trace(trace, row=r + 1, col=c + 1)
     xt, xl = tick_labels(col_labels)
     yt, yl = tick_labels(row_labels)
     fig.update_xaxes(tickmode="array", tickvals=xt, ticktext=xl, tickangle=0, showgrid=False, title_text=x_title,
                      tickfont=dict(size=9))
     fig.update_yaxes(tickmode="array", tickvals=yt, ticktext=yl, autorange="reversed", showgrid=False,
                      tickfont=dict(size=9))
-    for r in range(rows):
-        fig.update_yaxes(title_text=y_title, row=r + 1, col=1)
+    for h in range(n_heads):  # tick labels and title only on the first column, so panels do not overlap
+        r, c = divmod(h, cols)
+        fig.update_yaxes(showticklabels=c == 0, title_text=y_title if c == 0 else None, row=r + 1, col=c + 1)
     fig.update_layout(height=int(80 + rows * max(220, 20 * len(row_labels) + 80)), margin=dict(l=10, r=10, t=40, b=10))
     return fig
+
+
+def _mask_traces(mask: np.ndarray) -> list:
+    """The house mask look (grey cell-sized fill + one diagonal stroke per cell) as traces for one subplot."""
+    n_rows, n_cols = mask.shape
+    fill = go.Heatmap(z=np.where(mask, 1.0, np.nan), x=np.arange(n_cols), y=np.arange(n_rows), showscale=False,
+                      colorscale=[[0, HATCH_FILL], [1, HATCH_FILL]], hoverinfo="skip")
+    xs: list = []
+    ys: list = []
+    for i, j in zip(*np.nonzero(mask)):
+        xs += [j - 0.5, j + 0.5, None]
+        ys += [i + 0.5, i - 0.5, None]
+    stroke = go.Scatter(x=xs, y=ys, mode="lines", line=dict(width=1, color=MASK_COLOUR), hoverinfo="skip",
+                        showlegend=False)
+    return [fill, stroke]
 
 
 def _head_trace(z, row_labels, col_labels, x_title, y_title, value_name, show_scale: bool) -> go.Heatmap:

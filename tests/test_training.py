@@ -1,0 +1,338 @@
+"""Training: device choice, the optimiser recipe, stop conditions, greedy decoding, checkpoints and the CLI."""
+import io
+import json
+import math
+import subprocess
+import sys
+import zipfile
+
+import pytest
+import torch
+import torch.nn.functional as F
+
+import viz_core
+from viz_core import training
+from viz_core.errors import InputError
+from viz_core.model import ModelConfig, Seq2SeqTransformer, count_parameters
+from viz_core.tasks import EOS, PAD, make_task, sample_batch
+from viz_core.training import (TrainConfig, Trainer, check_fits, checkpoint_files, checkpoint_zip, greedy_decode,
+                               label_smoothed_loss, load_checkpoint, load_checkpoint_files, noam_lr, pick_device,
+                               read_upload, sequence_scores)
+
+@pytest.fixture(autouse=True, scope="module")
+def one_thread():
+    """Small models: one torch thread is as fast, and far faster on a shared, busy 2-core machine."""
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(before)
+
+
+TINY = ModelConfig(d_model=32, n_heads=2, n_enc_layers=1, n_dec_layers=1, d_ff=64)
+
+
+def quick(task="reverse", steps=12, **kw) -> Trainer:
+    cfg = TrainConfig(batch_size=32, max_steps=steps, max_seconds=60, target_accuracy=None, eval_every=5,
+                      eval_size=32, **kw)
+    trainer = Trainer(make_task(task, min_len=3, max_len=6) if task != "date" else make_task(task), TINY, cfg)
+    list(trainer.run())
+    return trainer
+
+
+@pytest.fixture(scope="module")
+def trained():
+    return quick(steps=12).translator()
+
+
+# ---------------------------------------------------------------- device
+def test_device_prefers_cuda_then_mps_then_cpu(monkeypatch):
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    monkeypatch.setattr(torch.backends.mps, "is_available", lambda: True)
+    assert pick_device().type == "cuda"
+    assert pick_device(force_cpu=True).type == "cpu"
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    assert pick_device().type == "mps"
+    monkeypatch.setattr(torch.backends.mps, "is_available", lambda: False)
+    assert pick_device().type == "cpu"
+
+
+def test_trainer_falls_back_to_cpu_without_accelerators(monkeypatch):
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    monkeypatch.setattr(torch.backends.mps, "is_available", lambda: False)
+    trainer = Trainer(make_task("copy"), TINY, TrainConfig(max_steps=1))
+    assert trainer.device.type == "cpu" and next(trainer.model.parameters()).device.type == "cpu"
+
+
+# ---------------------------------------------------------------- optimiser recipe
+def test_noam_schedule_is_the_papers_formula():
+    d, warmup = 512, 4000
+    for step in (1, 100, 4000, 10_000):
+        assert noam_lr(step, d, warmup) == pytest.approx(d ** -0.5 * min(step ** -0.5, step * warmup ** -1.5))
+    peak = max(range(1, 9000, 7), key=lambda s: noam_lr(s, d, warmup))
+    assert abs(peak - warmup) < 8
+    assert noam_lr(10, 64, 100, factor=0.5) == pytest.approx(0.5 * noam_lr(10, 64, 100))
+
+
+def test_optimizer_is_adam_with_the_schedule_applied():
+    trainer = quick(steps=3, lr_factor=0.7, warmup=50)
+    assert isinstance(trainer.opt, torch.optim.Adam)
+    group = trainer.opt.param_groups[0]
+    assert group["betas"] == (0.9, 0.98) and group["eps"] == 1e-9
+    assert group["lr"] == pytest.approx(noam_lr(3, 32, 50, 0.7))
+    assert [round(m.lr, 10) for m in trainer.history][-1] == round(group["lr"], 10)
+
+
+def test_label_smoothing_matches_the_formula():
+    torch.manual_seed(0)
+    logits, target = torch.randn(2, 5, 7), torch.randint(3, 7, (2, 5))
+    target[0, 3:] = PAD
+    eps = 0.1
+    q = torch.full((2, 5, 7), eps / 7) + (1 - eps) * F.one_hot(target, 7)
+    per_token = -(q * logits.log_softmax(-1)).sum(-1)
+    expected = per_token[target != PAD].mean()
+    torch.testing.assert_close(label_smoothed_loss(logits, target, eps), expected)
+
+
+def test_gradient_clipping_bounds_the_update(monkeypatch):
+    seen = []
+    original = torch.nn.utils.clip_grad_norm_
+
+    def spy(params, max_norm, *a, **kw):
+        seen.append(max_norm)
+        return original(params, max_norm, *a, **kw)
+    monkeypatch.setattr(torch.nn.utils, "clip_grad_norm_", spy)
+    quick(steps=2, clip_norm=0.5)
+    assert seen == [0.5, 0.5]
+
+
+def test_overfits_one_batch():
+    """A small model memorises a fixed batch: every sequence is then decoded exactly."""
+    torch.manual_seed(0)
+    task = make_task("reverse", min_len=3, max_len=6)
+    import random
+    src, tgt_in, tgt_out = (torch.from_numpy(a) for a in sample_batch(task, random.Random(3), 16))
+    model = Seq2SeqTransformer(training.fit_config(task, TINY))
+    opt = torch.optim.Adam(model.parameters(), lr=3e-3)
+    for _ in range(150):
+        logits, _ = model(src, tgt_in)
+        loss = label_smoothed_loss(logits, tgt_out, 0.0)
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+    assert loss.item() < 0.05
+    model.eval()
+    exact, tok = sequence_scores(greedy_decode(model, src, tgt_out.shape[1]), tgt_out)
+    assert exact == 1.0 and tok == 1.0
+
+
+# ---------------------------------------------------------------- metrics and stop conditions
+def test_sequence_scores():
+    tgt = torch.tensor([[5, 6, EOS, PAD], [5, 6, 7, EOS]])
+    pred = torch.tensor([[5, 6, EOS, 9, 9], [5, 6, 8, EOS, PAD]])  # row 0 right (tokens after <eos> ignored)
+    exact, tok = sequence_scores(pred, tgt)
+    assert exact == 0.5
+    assert tok == pytest.approx(6 / 7)
+    assert sequence_scores(torch.tensor([[5, 6]]), torch.tensor([[5, 6, EOS]]))[0] == 0.0  # never ended
+
+
+def test_greedy_decode_equals_step_by_step_argmax(trained):
+    model = trained.model
+    src = torch.tensor([[4, 5, 6, 7]])
+    ids = greedy_decode(model, src, 8)
+    ys = [1]
+    for _ in range(ids.shape[1]):
+        logits, _ = model(src, torch.tensor([ys]))
+        last = logits[0, -1].clone()
+        last[[PAD, 1]] = float("-inf")  # <pad> and <bos> are never emitted
+        ys.append(int(last.argmax()))
+    assert ids[0].tolist() == ys[1:]
+
+
+def test_run_yields_metrics_and_stops_on_steps():
+    trainer = quick(steps=12)
+    hist = trainer.history
+    assert trainer.reason == "steps" and hist[-1].done and hist[-1].step == 12
+    assert [m.step for m in hist] == sorted(m.step for m in hist)
+    assert any(m.evaluated and m.val_exact is not None for m in hist)
+    assert all(math.isfinite(m.loss) and m.tokens_per_s > 0 for m in hist)
+    assert [s.step for s in trainer.snapshots] == [0, 5, 10, 12]
+    assert set(trainer.snapshots[0].maps) == {"enc.0.self_attn", "dec.0.self_attn", "dec.0.cross_attn"}
+
+
+def test_stops_at_target_time_and_request():
+    t = Trainer(make_task("copy"), TINY, TrainConfig(target_accuracy=0.0, eval_every=3, eval_size=16, batch_size=8))
+    list(t.run())
+    assert t.reason == "target" and t.step == 6  # two evaluations in a row at or above the target
+    t = Trainer(make_task("copy"), TINY, TrainConfig(max_seconds=0.0, batch_size=8, eval_size=16))
+    list(t.run())
+    assert t.reason == "time" and t.step == 1
+    t = Trainer(make_task("copy"), TINY, TrainConfig(batch_size=8, eval_size=16))
+    first = None
+    for m in t.run():
+        first = first or m.step
+        t.request_stop()
+    assert t.reason == "stopped" and t.step == first + 1
+
+
+def test_nan_stops_with_a_reason():
+    t = Trainer(make_task("copy"), TINY, TrainConfig(batch_size=8, eval_size=16))
+    with torch.no_grad():
+        t.model.out.weight.fill_(float("nan"))
+    list(t.run())
+    assert t.reason == "nan" and t.step == 1
+
+
+def test_divergence_stops_with_a_reason(monkeypatch):
+    t = Trainer(make_task("copy"), TINY, TrainConfig(batch_size=8, eval_size=16, eval_every=1000))
+    monkeypatch.setattr(t, "_train_step", lambda: (t.__setattr__("step", t.step + 1), (50.0, 0.0))[1])
+    list(t.run())
+    assert t.reason == "diverged" and t.step == 21
+
+
+def test_memory_check_refuses_what_would_not_fit():
+    task = make_task("reverse")
+    params, need = check_fits(task, TINY, TrainConfig())
+    assert params == count_parameters(Seq2SeqTransformer(training.fit_config(task, TINY)))
+    assert need > 4 * 4 * params
+    big = ModelConfig(d_model=1024, n_heads=16, n_enc_layers=8, n_dec_layers=8, d_ff=4096)
+    with pytest.raises(InputError) as info:
+        check_fits(task, big, TrainConfig(batch_size=512))
+    assert info.value.code == "train.too_big" and "MiB" in str(info.value)
+
+
+# ---------------------------------------------------------------- the trained model and checkpoints
+def test_translate_and_trace(trained):
+    out = trained.translate("3 1 4")
+    assert isinstance(out, str)
+    trace = trained.decode_trace("3 1 4")
+    assert trace.probs.shape == (len(trace.out), len(trace.vocab))
+    assert torch.allclose(torch.from_numpy(trace.probs).sum(-1), torch.ones(len(trace.out)), atol=1e-5)
+    assert trained.task.detokenize([t for t in trace.out if t != "<eos>"]) == out
+    maps = trained.attention("3 1 4")
+    assert maps.maps["dec.0.cross_attn"].shape == (2, len(maps.tgt_in), 3)
+    with pytest.raises(InputError):
+        trained.translate("3 x")
+    with pytest.raises(InputError) as info:
+        trained.translate("1" * 40)
+    assert info.value.code == "train.too_long"
+
+
+def test_checkpoint_round_trip_is_bit_exact(trained, tmp_path):
+    trained.save(tmp_path)
+    assert {p.name for p in tmp_path.iterdir()} == {"config.json", "model.safetensors", "snapshots.safetensors"}
+    back = load_checkpoint(tmp_path)
+    a, b = trained.model.state_dict(), back.model.state_dict()
+    assert a.keys() == b.keys() and all(torch.equal(a[k], b[k]) for k in a)
+    src, tgt = torch.tensor([[4, 5, 6]]), torch.tensor([[1, 6, 5]])
+    assert torch.equal(trained.model(src, tgt)[0], back.model(src, tgt)[0])
+    assert back.translate("3 1 4") == trained.translate("3 1 4")
+    assert back.history == trained.history and back.info == trained.info
+    assert [s.step for s in back.snapshots] == [s.step for s in trained.snapshots]
+    assert viz_core.load_checkpoint is load_checkpoint
+
+
+def test_zip_round_trip_and_float16(trained):
+    back = load_checkpoint_files(read_upload([("ckpt.zip", checkpoint_zip(trained))]))
+    assert all(torch.equal(v, back.model.state_dict()[k]) for k, v in trained.model.state_dict().items())
+    half = load_checkpoint_files(checkpoint_files(trained, "float16"))
+    for k, v in trained.model.state_dict().items():
+        assert torch.equal(v.half().float(), half.model.state_dict()[k])
+
+
+def test_tied_weights_round_trip():
+    t = Trainer(make_task("copy"), ModelConfig(d_model=16, n_heads=2, n_enc_layers=1, n_dec_layers=1, d_ff=32,
+                                               tie_weights=True), TrainConfig(max_steps=2, batch_size=8))
+    list(t.run())
+    back = load_checkpoint_files(checkpoint_files(t.translator()))
+    assert back.model.out.weight is back.model.tgt_embed.tok.weight
+    assert torch.equal(back.model.out.weight, t.model.out.weight)
+
+
+def _broken(files, **changes):
+    files = dict(files)
+    files.update(changes)
+    return files
+
+
+def _config_with(files, edit) -> bytes:
+    config = json.loads(files["config.json"])
+    edit(config)
+    return json.dumps(config).encode()
+
+
+@pytest.mark.parametrize("case,code", [
+    ("truncated", "train.ckpt_corrupt"), ("random", "train.ckpt_corrupt"), ("pickle", "train.ckpt_corrupt"),
+    ("nan", "train.ckpt_corrupt"), ("not_json", "train.ckpt_bad_config"), ("wrong_format", "train.ckpt_bad_config"),
+    ("bad_model", "train.ckpt_bad_config"), ("d_model", "train.ckpt_mismatch"), ("vocab", "train.ckpt_mismatch"),
+    ("missing", "train.ckpt_missing"), ("unknown_task", "train.unknown_task"),
+])
+def test_corrupt_or_wrong_checkpoints_are_refused(trained, case, code):
+    from safetensors.torch import save
+    files = checkpoint_files(trained)
+    weights = files["model.safetensors"]
+    pickled = io.BytesIO()
+    torch.save(trained.model.state_dict(), pickled)
+    sd = {k: v.clone() for k, v in trained.model.state_dict().items()}
+    sd["out.weight"][0, 0] = float("nan")
+    bad = {
+        "truncated": lambda: _broken(files, **{"model.safetensors": weights[: len(weights) // 2]}),
+        "random": lambda: _broken(files, **{"model.safetensors": b"\x00\x01garbage" * 50}),
+        "pickle": lambda: _broken(files, **{"model.safetensors": pickled.getvalue()}),
+        "nan": lambda: _broken(files, **{"model.safetensors": save(sd)}),
+        "not_json": lambda: _broken(files, **{"config.json": b"{not json"}),
+        "wrong_format": lambda: _broken(files, **{"config.json": _config_with(files, lambda c: c.update(format="x"))}),
+        "bad_model": lambda: _broken(files, **{"config.json": _config_with(files, lambda c: c["model"].update(
+            n_heads=3))}),
+        "d_model": lambda: _broken(files, **{"config.json": _config_with(files, lambda c: c["model"].update(
+            d_model=64, n_heads=2))}),
+        "vocab": lambda: _broken(files, **{"config.json": _config_with(files, lambda c: c["vocab"].update(
+            tgt=["a"]))}),
+        "missing": lambda: {"config.json": files["config.json"]},
+        "unknown_task": lambda: _broken(files, **{"config.json": _config_with(files, lambda c: c["task"].update(
+            name="juggle"))}),
+    }[case]()
+    with pytest.raises(InputError) as info:
+        load_checkpoint_files(bad)
+    assert info.value.code == code
+
+
+def test_bad_zip_and_missing_directory(tmp_path):
+    with pytest.raises(InputError) as info:
+        read_upload([("ckpt.zip", b"PK\x03\x04 not really")])
+    assert info.value.code == "train.ckpt_bad_zip"
+    with pytest.raises(InputError) as info:
+        load_checkpoint(tmp_path / "nowhere")
+    assert info.value.code == "train.ckpt_missing"
+    buf = io.BytesIO()
+    with zipfile.ZipFile(buf, "w") as zf:
+        zf.writestr("readme.txt", "hello")
+    with pytest.raises(InputError) as info:
+        load_checkpoint_files(read_upload([("other.zip", buf.getvalue())]))
+    assert info.value.code == "train.ckpt_missing"
+
+
+# ---------------------------------------------------------------- command line
+def test_cli_trains_saves_and_loads(tmp_path, capsys):
+    from viz_core.train import main
+    code = main(["--task", "copy", "--max-steps", "15", "--target", "none", "--d-model", "32", "--heads", "2",
+                 "--layers", "1", "--d-ff", "64", "--batch-size", "32", "--out", str(tmp_path), "--seed", "3"])
+    assert code == 0
+    out = capsys.readouterr().out
+    assert "stopped: steps after 15 steps" in out and "held-out exact-sequence accuracy" in out
+    model = load_checkpoint(tmp_path)
+    assert model.info["steps"] == 15 and isinstance(model.translate("3 1 4"), str)
+
+
+def test_cli_is_reproducible_with_a_seed(tmp_path):
+    from viz_core.train import main
+    args = ["--task", "reverse", "--max-steps", "6", "--target", "none", "--d-model", "16", "--heads", "2",
+            "--layers", "1", "--d-ff", "32", "--batch-size", "16", "--quiet"]
+    main(args + ["--out", str(tmp_path / "a")])
+    main(args + ["--out", str(tmp_path / "b")])
+    assert (tmp_path / "a/model.safetensors").read_bytes() == (tmp_path / "b/model.safetensors").read_bytes()
+
+
+def test_cli_module_entry_point_reports_bad_arguments():
+    res = subprocess.run([sys.executable, "-m", "viz_core.train", "--task", "reverse", "--min-len", "9",
+                          "--max-len", "3", "--max-steps", "1"], capture_output=True, text=True, timeout=120)
+    assert res.returncode == 2 and "min_len" in res.stderr
