@@ -209,15 +209,19 @@ def clean_text(text: str | None, what: str = "text") -> str:
 
 # ---------------------------------------------------------------- extraction
 def _encode(m: LoadedModel, text: str, text_pair: str | None):
-    """Tokenise once without truncation (to count) and once truncated to the model's limit."""
+    """Tokenise truncated to the model's limit; only input that reaches the limit is tokenised again, untruncated,
+    to count what was cut. Returns (encoding, number of tokens before truncation)."""
     tok = m.tokenizer
     # split_special_tokens: a user who types "[SEP]" gets the characters, not the model's separator token.
-    full = tok(text, text_pair, add_special_tokens=True, truncation=False, verbose=False, split_special_tokens=True)
     enc = tok(text, text_pair, add_special_tokens=True, truncation=True, max_length=m.max_tokens,
               return_special_tokens_mask=True, return_tensors="pt", split_special_tokens=True)
-    if enc["input_ids"].shape[1] == 0:
+    n = enc["input_ids"].shape[1]
+    if n == 0:
         raise InputError("attention.no_tokens", "the tokenizer produced no tokens for this text")
-    return enc, len(full["input_ids"])
+    if n >= m.max_tokens:
+        n = len(tok(text, text_pair, add_special_tokens=True, truncation=False, verbose=False,
+                    split_special_tokens=True)["input_ids"])
+    return enc, n
 
 
 def _segments(enc, special: np.ndarray, has_pair: bool) -> np.ndarray:
@@ -270,13 +274,15 @@ def _forward_streaming(m: LoadedModel, enc) -> np.ndarray | None:
     if len(modules) != m.n_layers:
         return None
     n = enc["input_ids"].shape[1]
-    buf = np.full((m.n_layers, m.n_heads, n, n), np.nan, dtype=np.float32)  # (L, H, N, N)
+    buf = np.empty((m.n_layers, m.n_heads, n, n), dtype=np.float32)  # (L, H, N, N)
+    filled = [False] * m.n_layers
 
     def hook_for(layer: int):
         def hook(_mod, _inp, output):
             w = output[index] if isinstance(output, (tuple, list)) and len(output) > abs(index) else None
             if isinstance(w, torch.Tensor) and tuple(w.shape[1:]) == buf.shape[1:]:
                 buf[layer] = w[0].float().numpy()
+                filled[layer] = True
         return hook
 
     hooks = [mod.register_forward_hook(hook_for(i)) for i, mod in enumerate(modules)]
@@ -286,7 +292,7 @@ def _forward_streaming(m: LoadedModel, enc) -> np.ndarray | None:
     finally:
         for h in hooks:
             h.remove()
-    return None if np.isnan(buf).any() else buf
+    return buf if all(filled) else None
 
 
 def release_memory() -> None:
@@ -331,7 +337,8 @@ def attention_for(m: LoadedModel, text: str, text_pair: str | None = None,
         result.decoder_special = np.isin(kwargs["decoder_input_ids"][0].numpy(), m.tokenizer.all_special_ids)
     else:
         result.weights = streamed if streamed is not None else _stack(out.attentions, m.n_layers, "self")
-    release_memory()
+    if result.weights.nbytes > 16 * 2**20:  # only big inputs leave enough freed heap to be worth trimming
+        release_memory()
     return result
 
 
