@@ -9,9 +9,16 @@ from tests.browser.conftest import SHOTS, assert_no_exception, screenshot, wait_
 pytestmark = pytest.mark.browser
 
 
-def _chart_shots(page, name: str) -> int:
-    """Element screenshots of every visible plotly chart (the full-page shot stops at the window height)."""
+def _chart_shots(page, name: str, expected: int = 1) -> int:
+    """Element screenshots of every visible plotly chart (the full-page shot stops at the window height).
+
+    Waits (up to 60 s) for `expected` charts: on a busy machine they appear a little after the script run ends.
+    """
     charts = page.locator("[data-testid='stPlotlyChart']:visible")
+    for _ in range(120):
+        if charts.count() >= expected:
+            break
+        page.wait_for_timeout(500)
     for i in range(charts.count()):
         charts.nth(i).scroll_into_view_if_needed()
         page.wait_for_timeout(300)
@@ -59,17 +66,17 @@ def test_tabs_and_divergence(open_page, lang):
     assert_no_exception(page)
     assert page.locator("[data-testid='stAlertContentWarning']").count() >= 1, "divergence gave no message"
     screenshot(page, f"optimizers-diverge-{lang}")
-    assert _chart_shots(page, f"optimizers-race-{lang}") == 3            # race, loss, distance
+    assert _chart_shots(page, f"optimizers-race-{lang}", 3) == 3            # race, loss, distance
     tabs = page.get_by_role("tab")
     tabs.nth(1).click()
     page.wait_for_timeout(1500)
     screenshot(page, f"optimizers-inside-{lang}")
-    assert _chart_shots(page, f"optimizers-inside-{lang}") == 2          # step sizes, one optimizer's state
+    assert _chart_shots(page, f"optimizers-inside-{lang}", 2) == 2          # step sizes, one optimizer's state
     tabs.nth(2).click()
     page.wait_for_timeout(1500)
     assert_no_exception(page)
     screenshot(page, f"optimizers-schedules-{lang}")
-    assert _chart_shots(page, f"optimizers-schedules-{lang}") == 2       # the schedules, the paper's curve
+    assert _chart_shots(page, f"optimizers-schedules-{lang}", 2) == 2       # the schedules, the paper's curve
 
 
 @pytest.mark.parametrize("lang,width,dark", [("en", 1400, False), ("zh", 420, True)])
