@@ -7,7 +7,8 @@ cd "$(dirname "$0")/.."
 python -m pip install --quiet --disable-pip-version-check -r requirements-dev.txt
 
 # Chromium for the browser tests, and a CJK font so Chinese pages render in screenshots.
-if [ ! -x /usr/bin/chromium ] || ! (fc-list 2>/dev/null | grep -qi "CJK"); then
+# (grep without -q reads all of fc-list's output: with pipefail, -q's early exit would fail the pipe)
+if [ ! -x /usr/bin/chromium ] || ! (fc-list 2>/dev/null | grep -i "CJK" >/dev/null); then
   echo "Installing Debian's chromium and fonts-noto-cjk for the browser tests..."
   SUDO=""; [ "$(id -u)" -ne 0 ] && SUDO="sudo"
   $SUDO apt-get update -qq
