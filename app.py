@@ -8,7 +8,7 @@ from viz_core.i18n import LANGUAGE_NAMES, LANGUAGES
 
 st.set_page_config(page_title="Attention Explorer", page_icon=":material/visibility:", layout="wide")
 
-lang = ui.lang()
+ui.lang()  # seeds the radio's state from ?lang= before the widget exists
 st.sidebar.radio("Language / 语言", LANGUAGES, format_func=LANGUAGE_NAMES.get, key=ui.LANG_KEY, horizontal=True)
 lang = ui.lang()
 st.query_params[ui.LANG_KEY] = lang

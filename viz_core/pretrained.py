@@ -63,8 +63,6 @@ class AttentionResult:
     decoder_truncated: bool = False
     decoder_special: np.ndarray | None = None   # bool (T,)
 
-    PARTS = ("self", "encoder", "decoder", "cross")
-
     def parts(self) -> tuple[str, ...]:
         """Which attention maps this result has: ("self",) or ("encoder", "decoder", "cross")."""
         return ("encoder", "decoder", "cross") if self.decoder_weights is not None else ("self",)

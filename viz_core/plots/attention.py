@@ -139,5 +139,3 @@ def line_view_html(q_tokens: Sequence[str], k_tokens: Sequence[str], weights: np
 def line_view_height(n_tokens: int) -> int:
     return int(min(900, 70 + 22 * n_tokens))
 
-
-__all__ = ["head_heatmap", "model_grid", "stats_map", "line_view_html", "line_view_height", "tick_labels"]
