@@ -1,21 +1,35 @@
-"""Attention Explorer: the router. Page setup, language in the sidebar, navigation; every page lives in app_pages/."""
+"""Attention Explorer: the router. Page setup, language in the sidebar, navigation; every page lives in app_pages/.
+
+The sidebar links are drawn here (st.navigation's own menu is hidden) so that each link carries its page's state:
+a page comes back as the user left it, and a page switch is exactly one browser-history entry (see _ui/state.py).
+"""
 import streamlit as st
 
 from app_pages import _ui as ui
+from app_pages._ui import state
 from app_pages._ui.nav import PAGES
-from viz_core.i18n import LANGUAGE_NAMES, LANGUAGES
+from viz_core.i18n import LANGUAGE_NAMES, LANGUAGES, normalise_lang
 
 
 st.set_page_config(page_title="Attention Explorer", page_icon=":material/visibility:", layout="wide")
 
+nav_box = st.sidebar.container(key="nav")  # page links on top, filled once the language is known
+if state.is_history_navigation():  # Back / Forward: the address says which language was shown
+    st.session_state[ui.LANG_KEY] = normalise_lang(st.query_params.get(ui.LANG_KEY))
 ui.lang()  # seeds the radio's state from ?lang= before the widget exists
 st.sidebar.radio("Language / 语言", LANGUAGES, format_func=LANGUAGE_NAMES.get, key=ui.LANG_KEY, horizontal=True)
 lang = ui.lang()
-st.query_params[ui.LANG_KEY] = lang
 
-nav = st.navigation([
-    st.Page(f"app_pages/{stem}.py", title=ui.t(f"common.nav_{stem}"), icon=icon, url_path=stem, default=(i == 0))
-    for i, (stem, icon) in enumerate(PAGES)
-])
+pages = {stem: st.Page(f"app_pages/{stem}.py", title=ui.t(f"common.nav_{stem}"), icon=icon, url_path=stem,
+                       default=(i == 0))
+         for i, (stem, icon) in enumerate(PAGES)}
+nav = st.navigation(list(pages.values()), position="hidden")
+with nav_box:
+    for stem, (_, icon) in zip(pages, PAGES):
+        st.page_link(pages[stem], label=ui.t(f"common.nav_{stem}"), icon=icon,
+                     query_params=state.page_address(stem, lang))
 st.sidebar.caption(ui.t("common.theme_hint"))
-nav.run()
+try:
+    nav.run()
+finally:  # also after st.stop(): the address follows the page's state, in one history entry
+    state.sync_address()

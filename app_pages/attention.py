@@ -57,6 +57,8 @@ if r.truncated:
     st.warning(t("attention.truncated", n=r.n_input_tokens, limit=len(r.tokens)))
 if r.decoder_truncated:
     st.warning(t("attention.decoder_truncated"))
+if r.n_unknown:
+    st.info(t("attention.unknown_tokens", n=r.n_unknown, total=r.n_text_tokens, unk=r.unk_token))
 
 # ---------------------------------------------------------------- what to show
 view = ui.radio(t("attention.view"), VIEWS, "view", format_func=lambda v: t(f"attention.view_{v}"))
@@ -66,9 +68,16 @@ part = ui.radio(t("attention.part"), parts, "part", format_func=lambda p: t(f"at
 weights, q_tokens, k_tokens, q_special, k_special = r.part(part)
 n_layers, n_heads = weights.shape[:2]
 
+
+
+def follow_head() -> None:
+    """The line view draws the chosen head: a new head in the dropdown replaces the heads to draw."""
+    ui.set_state("heads", [ui.stored("head")])
+
+
 c1, c2, c3 = st.columns([1, 1, 2])
 layer = ui.selectbox(t("attention.layer"), range(n_layers), "layer", 0, container=c1)
-head = ui.selectbox(t("attention.head"), range(n_heads), "head", 0, container=c2)
+head = ui.selectbox(t("attention.head"), range(n_heads), "head", 0, container=c2, on_change=follow_head)
 with c3:
     hide = ui.checkbox(t("attention.hide_special"), "hide", False)
     auto = ui.checkbox(t("attention.auto_scale"), "auto", False)
@@ -99,6 +108,15 @@ def heatmap(matrix: np.ndarray, title: str, key: str) -> None:
                                value=t("attention.weight"), auto_scale=auto), key=key)
 
 
+def row_sum_note(matrix: np.ndarray, how: str) -> str:
+    """What the rows shown sum to: hiding special tokens renormalises them, a sentence-pair block cuts them."""
+    sums = shown(matrix)[0].sum(-1)
+    if not np.allclose(sums, 1, atol=1e-3):
+        return t("attention.rows_sum_range", lo=f"{sums.min():.2f}", hi=f"{sums.max():.2f}")
+    renormalised = how == "max" and hide and block == "all"
+    return t("attention.rows_sum_one_renorm") if renormalised else t("attention.rows_sum_one")
+
+
 def open_head(chart_key: str) -> None:
     """Chart click -> open that head in the 'One head' view."""
     points = st.session_state[chart_key].selection.get("points", [])
@@ -106,6 +124,7 @@ def open_head(chart_key: str) -> None:
         idx = int(points[0]["point_index"])
         ui.set_state("layer", idx // n_heads)
         ui.set_state("head", idx % n_heads)
+        ui.set_state("heads", [idx % n_heads])
         ui.set_state("view", "head")
 
 
@@ -126,7 +145,7 @@ elif view == "grid":
 
 elif view == "lines":
     c_heads, c_thr = st.columns([3, 1])
-    heads = c_heads.multiselect(t("attention.lines_heads"), list(range(n_heads)), default=[head], key="attention.lines")
+    heads = ui.multiselect(t("attention.lines_heads"), range(n_heads), "heads", default=[head], container=c_heads)
     threshold = ui.slider(t("attention.lines_threshold"), 0.0, 0.5, "thr", 0.02, step=0.01, container=c_thr)
     st.caption(t("attention.lines_explain", threshold=threshold))
     if not heads:
@@ -148,9 +167,9 @@ elif view == "aggregate":
                  r"\quad R_0 = I")
     else:
         how = "mean" if how == "rollout" else how
-        heatmap(head_analysis.aggregate(weights[layer:layer + 1], how)[0],
-                f"{t(f'attention.agg_{how}')} · {t('attention.layer')} {layer}", "agg_fig")
-        st.caption(t(f"attention.agg_explain_{how}"))
+        agg = head_analysis.aggregate(weights[layer:layer + 1], how)[0]
+        heatmap(agg, f"{t(f'attention.agg_{how}')} · {t('attention.layer')} {layer}", "agg_fig")
+        st.caption(t(f"attention.agg_explain_{how}") + " " + row_sum_note(agg, how))
 
 elif view == "stats":
     stat = ui.selectbox(t("attention.stat"), head_analysis.STAT_NAMES, "stat", format_func=lambda s: t(f"attention.stat_{s}"))
@@ -162,6 +181,7 @@ elif view == "stats":
     if stat == "special" and not k_special.any():
         st.caption(t("attention.stats_special_note"))
     ui.latex(r"H_i = -\sum_j w_{ij}\log_2 w_{ij}, \qquad D_i = \sum_j w_{ij}\,|i-j|")
+
 
 else:  # export
     st.write(t("attention.export_explain"))

@@ -30,37 +30,30 @@ def _grid(figures: list, n_cols: int = 3, prefix: str = "fig") -> None:
                 ui.plot(fig, key=f"{prefix}_{i}")
 
 
-def _select_slider(label: str, options: list, param: str, default, **kw):
-    """st.select_slider whose value lives in ?param= (like the ui.* widgets)."""
-    key = ui._initial(param, default, int, lambda v: v in options)
-    value = st.select_slider(label, options=options, key=key, **kw)
-    ui._publish(param, value)
-    return value
-
-
 def _reset_matrices() -> None:
-    for param, _, _ in MATRICES:
+    for param, _, default in MATRICES:
         st.session_state.pop(f"mechanics._base_{param}", None)
         st.session_state.pop(f"mechanics.ed_{param}", None)
-        if param in st.query_params:
-            del st.query_params[param]
+        ui.set_state(param, mech.format_matrix(default))
 
 
 def _matrix_editor(param: str, name: str, default: np.ndarray, rows: list[str]) -> np.ndarray:
-    """A data editor for one matrix; its cells live in ?param= ('1,2;3,4'); InputError names a bad cell."""
-    base_key = f"mechanics._base_{param}"
-    if base_key not in st.session_state:
-        st.session_state[base_key] = st.query_params.get(param, mech.format_matrix(default))
+    """A data editor for one matrix; its cells ('1,2;3,4') hold like any control; InputError names a bad cell.
+
+    The editor keeps its edits relative to the table it was first drawn with (the base), so the base only moves
+    when the editor starts afresh: first draw, after a page switch (Streamlit forgot its edits) or Back / Forward.
+    """
+    default_text = mech.format_matrix(default)
+    base_key, editor_key = f"mechanics._base_{param}", f"mechanics.ed_{param}"
+    if base_key not in st.session_state or editor_key not in st.session_state or ui.state.is_history_navigation():
+        st.session_state[base_key] = ui.value(param, default_text)
+        st.session_state.pop(editor_key, None)
     cells = mech.split_matrix(st.session_state[base_key], default.shape)
     frame = pd.DataFrame(cells, index=rows, columns=[str(j) for j in range(default.shape[1])], dtype=object)
     st.markdown(f"**{name}**  ({default.shape[0]} × {default.shape[1]})")
-    edited = st.data_editor(frame, key=f"mechanics.ed_{param}", width="stretch")
+    edited = st.data_editor(frame, key=editor_key, width="stretch")
     grid = [["" if c is None else str(c) for c in row] for row in edited.values.tolist()]
-    text = ";".join(",".join(row) for row in grid)
-    if text != mech.format_matrix(default) and st.query_params.get(param) != text:
-        st.query_params[param] = text
-    elif text == mech.format_matrix(default) and param in st.query_params:
-        del st.query_params[param]
+    ui.set_value(param, ";".join(",".join(row) for row in grid), default_text)
     return mech.parse_cells(grid, name)
 
 
@@ -320,7 +313,7 @@ def _kv_cache_part() -> None:
     batch = int(ui.number(ui.t("mechanics.batch_size"), 1, 1024, "bs", 1, container=c2))
     with c3:
         options = mech.divisors(shape.n_heads)
-        kv = _select_slider(ui.t("mechanics.kv_heads"), options, "kv",
+        kv = ui.select_slider(ui.t("mechanics.kv_heads"), options, "kv",
                             shape.n_kv_heads if shape.n_kv_heads in options else options[-1],
                             help=ui.t("mechanics.kv_help"))
     rows = mech.kv_table(shape, ctx, batch)
@@ -358,7 +351,7 @@ def _variant_outputs() -> None:
     heads = ui.selectbox(ui.t("mechanics.heads"), mech.divisors(d_model), "vh", 4 if d_model % 4 == 0 else 1,
                          container=c[1])
     with c[2]:
-        kv = _select_slider(ui.t("mechanics.kv_heads"), mech.divisors(heads), "vkv", max(1, heads // 2))
+        kv = ui.select_slider(ui.t("mechanics.kv_heads"), mech.divisors(heads), "vkv", max(1, heads // 2))
     n = ui.slider(ui.t("mechanics.n_tokens"), 1, 10, "vn", 6, container=c[3])
     head = ui.slider(ui.t("mechanics.head"), 0, heads - 1, "vhead", 0, container=c[4])
     res = cached.compare_variants(d_model, heads, kv, n, 0)

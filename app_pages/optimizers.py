@@ -30,9 +30,10 @@ def names() -> dict[str, str]:
 # ---------------------------------------------------------------- controls
 def reset_for_surface() -> None:
     """A new surface: put the start point and learning rate back to the ones that suit it."""
-    surface = surfaces.get_surface(st.session_state[f"{NS}.surface"])
-    st.session_state[f"{NS}.x0"], st.session_state[f"{NS}.y0"] = surface.start
-    st.session_state[f"{NS}.lr"] = surface.lr
+    surface = surfaces.get_surface(ui.stored("surface"))
+    ui.set_state("x0", float(surface.start[0]))
+    ui.set_state("y0", float(surface.start[1]))
+    ui.set_state("lr", float(surface.lr))
 
 
 def apply_click() -> None:
@@ -45,7 +46,8 @@ def apply_click() -> None:
     xy = (round(float(points[0]["x"]), 3), round(float(points[0]["y"]), 3))
     if st.session_state.get(LAST_CLICK) != xy:
         st.session_state[LAST_CLICK] = xy
-        st.session_state[f"{NS}.x0"], st.session_state[f"{NS}.y0"] = xy
+        ui.set_state("x0", xy[0])
+        ui.set_state("y0", xy[1])
 
 
 def surface_controls():
@@ -252,9 +254,13 @@ def paper_schedule(labels) -> None:
     warmup = ui.number(ui.t("optimizers.warmup"), 1, 50_000, "tf_warmup", 4000, step=500, container=c2)
     steps = np.unique(np.concatenate([np.arange(1, 20_001, 20), [512, 4000, 8000, int(warmup)]]))   # (S,)
     pairs = [(512, 4000), (512, 8000), (256, 4000), (int(d_model), int(warmup))]
-    paper = {f"d_model={d}, warmup={w}": schedules.transformer_lr(steps, d, w) for d, w in dict.fromkeys(pairs)}
+    try:
+        paper = {f"d_model={d}, warmup={w}": schedules.transformer_lr(steps, d, w) for d, w in dict.fromkeys(pairs)}
+        peak = float(schedules.transformer_lr(warmup, d_model, warmup))
+    except InputError as exc:  # a fragment rerun is outside the page's try: say what is wrong here
+        ui.show_error(exc)
+        return
     ui.plot(plots.transformer_schedule_figure(steps, paper, labels), key="optimizers.paper_chart")
-    peak = float(schedules.transformer_lr(warmup, d_model, warmup))
     st.caption(ui.t("optimizers.paper_caption", peak=f"{peak:.3e}", warmup=warmup))
 
 
@@ -276,20 +282,16 @@ except InputError as exc:
     error = exc
 
 labels = fig_labels(surface)
-tab_race, tab_inside, tab_sched = st.tabs([ui.t("optimizers.tab_race"), ui.t("optimizers.tab_inside"),
-                                          ui.t("optimizers.tab_schedules")])
-with tab_race:
-    if error:
+tab, tabs = ui.tabs(("race", "inside", "schedules"), "tab", format_func=lambda k: ui.t(f"optimizers.tab_{k}"))
+with tabs[tab]:  # only the open tab is drawn
+    if tab == "schedules":
+        try:
+            schedules_tab(sched, max(int(steps), 1), lr, labels)
+        except InputError as exc:
+            ui.show_error(exc)
+    elif error:
         ui.show_error(error)
-    else:
+    elif tab == "race":
         race_tab(cfg, result, surface, labels)
-with tab_inside:
-    if error:
-        ui.show_error(error)
     else:
         inside_tab(result, labels)
-with tab_sched:
-    try:
-        schedules_tab(sched, max(int(steps), 1), lr, labels)
-    except InputError as exc:
-        ui.show_error(exc)

@@ -23,13 +23,9 @@ def _npz_button(label_key: str, file_name: str, key: str, **arrays) -> None:
 
 
 def _ranged_slider(label: str, lo: int, hi: int, param: str, default: int, container=st, **kw) -> int:
-    """ui.slider whose range depends on other widgets. Streamlit re-creates a slider when its range changes and
-    would reset it to the minimum; re-stating the current value (clamped to the new range) keeps it."""
+    """ui.slider whose range depends on other widgets (ui.slider clamps the kept value into the new range)."""
     if hi <= lo:  # a one-value range cannot be a slider
         return lo
-    key = f"positions.{param}"
-    if isinstance(st.session_state.get(key), int):
-        st.session_state[key] = min(max(st.session_state[key], lo), hi)
     return ui.slider(label, lo, hi, param, min(max(default, lo), hi), container=container, **kw)
 
 

@@ -31,7 +31,7 @@ def pair(a: float, b: float) -> str:
 
 
 def dk_slider(container=st) -> int:
-    return data.select_slider(t("scaling.dk_label"), scaling.DK_GRID, "dk", DEFAULT_DK, container=container,
+    return ui.select_slider(t("scaling.dk_label"), scaling.DK_GRID, "dk", DEFAULT_DK, container=container,
                               format_func=lambda d: f"{d}", help=t("scaling.dk_help"))
 
 
@@ -80,7 +80,7 @@ def saturation_controls() -> tuple[int, int, float]:
     c1, c2, c3 = st.columns([2, 1, 1])
     d_k = dk_slider(c1)
     n = ui.slider(t("scaling.n_label"), 2, 512, "n", 16, container=c2, help=t("scaling.n_help"))
-    temp = data.select_slider(t("scaling.temp_label"), TEMPERATURES, "temp", 1.0, container=c3,
+    temp = ui.select_slider(t("scaling.temp_label"), TEMPERATURES, "temp", 1.0, container=c3,
                               help=t("scaling.temp_help"))
     return d_k, n, temp
 
@@ -140,7 +140,7 @@ def part_softmax() -> None:
     st.markdown(t("scaling.softmax_intro"))
     ui.latex(r"p=\operatorname{softmax}\!\left(\frac{z}{s\,T}\right),\quad s\in\{1,\sqrt{d_k}\}")
     ui.latex(r"J=\frac{\partial p}{\partial (z/sT)}=\operatorname{diag}(p)-p\,p^{\top}")
-    ui.latex(r"\|J\|_F^2=\sum_i p_i^2-2\sum_i p_i^3+\Big(\sum_i p_i^2\Big)^2")
+    ui.latex(r"\|J\|_F^2=\sum_i p_i^2(1-p_i)^2+\sum_{i\ne j} p_i^2\,p_j^2")
     d_k, n, temp = saturation_controls()
     sweep = data.saturation_sweep(n, temp)
     i = int(np.flatnonzero(sweep.d_ks == d_k)[0])
@@ -270,8 +270,8 @@ def part_train() -> None:
     ui.latex(r"\text{logits} = W_o\,\operatorname{softmax}\!\left(\frac{q K^{\top}}{s}\right)V")
     ui.latex(r"s \in \{1, \sqrt{d_k}\}")
     c1, c2 = st.columns(2)
-    d_k = data.select_slider(t("scaling.exp_dk"), EXP_DKS, "exp_dk", 512, container=c1)
-    steps = data.select_slider(t("scaling.exp_steps"), EXP_STEPS, "exp_steps", 200, container=c2)
+    d_k = ui.select_slider(t("scaling.exp_dk"), EXP_DKS, "exp_dk", 512, container=c1)
+    steps = ui.select_slider(t("scaling.exp_steps"), EXP_STEPS, "exp_steps", 200, container=c2)
     done = st.session_state.setdefault("_scaling_trained", set())
     if st.button(t("scaling.train_button"), key="scaling.train", type="primary"):
         with st.spinner(t("scaling.training")):
@@ -285,6 +285,6 @@ def part_train() -> None:
 
 
 # ---------------------------------------------------------------- page
-part = data.segmented(t("scaling.part_label"), PARTS, "part", "dist", format_func=lambda p: t(f"scaling.part_{p}"))
+part = ui.segmented(t("scaling.part_label"), PARTS, "part", "dist", format_func=lambda p: t(f"scaling.part_{p}"))
 {"dist": part_distribution, "softmax": part_softmax, "model": part_model, "train": part_train}[part]()
 st.caption(t("common.download_png_hint"))

@@ -1,14 +1,16 @@
 """Train page: train a small encoder-decoder Transformer on a toy task, then look inside it.
 
-Reads top to bottom: task -> tabs (train, decode, attention, snapshots, save/load, compare). A training job lives in
-st.session_state and is advanced by the loop at the very end of the script, which redraws the live placeholders.
+Reads top to bottom: task -> the running job's progress -> tabs (train, decode, attention, snapshots, save/load,
+compare; only the open one is drawn). A training job runs in its own thread (app_pages/_ui/jobs.py): no click, page
+switch or language switch touches it; only Stop does. A fragment draws its progress; the page keeps its result.
 """
 import numpy as np
 import streamlit as st
 
 from app_pages import _ui as ui
+from app_pages._ui import jobs
 from app_pages._ui import train as tu
-from viz_core.errors import InputError
+from viz_core.errors import InputError, report_unexpected
 from viz_core.model import ModelConfig
 from viz_core.plots import train as plots
 from viz_core.tasks import TASKS, make_task
@@ -124,18 +126,14 @@ def train_tab(task):
         st.caption(t("train.size", params=f"{params:,}", mib=f"{need / 2 ** 20:.1f}"))
     with st.expander(t("train.schedule")):
         ui.plot(schedule_figure(model_cfg, train_cfg), key="train.schedule_fig")
-    running = tu.job() is not None
+    running = tu.running()
     if running:
         st.caption(t("train.running_note"))
     c1, c2 = st.columns(2)
     c1.button(t("train.go"), key="train.go", type="primary", disabled=running or err is not None,
               on_click=tu.start_job, args=("train", task, [("run", model_cfg, train_cfg)]))
     c2.button(t("train.stop"), key="train.stop", disabled=not running, on_click=tu.stop_job)
-    return placeholders(), model_cfg, train_cfg
-
-
-def placeholders() -> dict:
-    return {"progress": st.empty(), "curves": st.empty()}
+    return model_cfg, train_cfg
 
 
 # ---------------------------------------------------------------- decode tab
@@ -149,6 +147,8 @@ def decode_tab(model) -> str:
     answer = model.task.detokenize(out)
     st.markdown(t("train.output"))
     st.code(answer or " ", language=None)
+    if trace.outside is not None:
+        st.info(t(f"train.outside_{trace.outside.what}", **trace.outside.params()))
     expected = model.task.solve(trace.src)
     if expected is not None:
         ok = expected == out
@@ -268,7 +268,7 @@ def on_upload() -> None:
     st.session_state["train.upload_error"] = err
     if model is not None:
         tu.keep_model(model.task.name, model, "uploaded")
-        st.session_state["train.task"] = model.task.name
+        ui.set_state("task", model.task.name)
 
 
 def save_tab(model) -> None:
@@ -303,18 +303,15 @@ def compare_tab(task, base: ModelConfig, train_cfg: TrainConfig) -> dict:
     cfg = TrainConfig.from_dict(train_cfg.to_dict() | {"max_steps": steps, "max_seconds": 120.0,
                                                         "target_accuracy": None})
     runs = [(label, m, cfg) for label, m in variants(kind, base)]
-    running = tu.job() is not None
+    running = tu.running()
     c1, c2 = st.columns(2)
     c1.button(t("train.cmp_go"), key="train.cmp_go", disabled=running, on_click=tu.start_job,
               args=(f"compare:{kind}", task, runs))
     c2.button(t("train.stop"), key="train.cmp_stop", disabled=not running, on_click=tu.stop_job)
-    ph = placeholders()
     stored = tu.compare_runs().get((task.name, kind))
     if stored and not running:
-        with ph["curves"].container():
-            ui.plot(curves(stored), key="train.cmp_curves")
+        ui.plot(curves(stored), key="train.cmp_curves")
         compare_summary(stored)
-    return ph
 
 
 def compare_summary(stored) -> None:
@@ -330,54 +327,75 @@ def compare_summary(stored) -> None:
                                    x_title=t("train.variant"), y_title=t("train.tokens_per_s")), key="train.cmp_tps")
 
 
-# ---------------------------------------------------------------- the live loop (end of script)
-def draw_job(ph: dict, job, final: bool) -> None:
-    current = job.active()
-    index = len(job.runs) - 1 if current is None else current[0]
-    label, trainer = job.runs[index]
-    hist = trainer.history[-1] if trainer.history else None
+# ---------------------------------------------------------------- the running job (its own thread; a fragment draws it)
+def draw_job(job) -> None:
+    """Progress of this session's job: queue place, progress bar, live curves (redrawn by a fragment)."""
+    runs = tu.train_runs(job)
+    if job.status == "queued":
+        st.info(t("train.queued", n=job.queue_position))
+        st.button(t("train.stop"), key="train.queue_stop", on_click=tu.stop_job)
+        return
+    index = runs.active()
+    label, trainer = runs.runs[index]
+    history = list(trainer.history)
+    hist = history[-1] if history else None
     share = min(1.0, max(trainer.seconds / trainer.train_cfg.max_seconds,
                          trainer.step / (trainer.train_cfg.max_steps or 10 ** 9)))
-    ph["progress"].progress(share if not final else 1.0,
-                            text=t("train.progress", run=index + 1, runs=len(job.runs), step=trainer.step,
-                                   seconds=f"{trainer.seconds:.1f}",
-                                   acc="–" if hist is None or hist.val_exact is None else f"{100 * hist.val_exact:.1f}%",
-                                   tps=f"{trainer.tokens / max(trainer.seconds, 1e-9):,.0f}"))
-    runs = [(lab, [m.to_dict() for m in tr.history]) for lab, tr in job.runs if tr.history]
-    if runs:
-        with ph["curves"].container():
-            ui.plot(curves(runs), key=tu.live_key())
+    st.progress(1.0 if job.done else share,
+                text=t("train.progress", run=index + 1, runs=len(runs.runs), step=trainer.step,
+                       seconds=f"{trainer.seconds:.1f}",
+                       acc="–" if hist is None or hist.val_exact is None else f"{100 * hist.val_exact:.1f}%",
+                       tps=f"{trainer.tokens / max(trainer.seconds, 1e-9):,.0f}"))
+    drawn = [(lab, [m.to_dict() for m in list(tr.history)]) for lab, tr in runs.runs if tr.history]
+    if drawn:
+        ui.plot(curves(drawn), key="train.live_curves")
 
 
 def finish_job(job) -> None:
-    """Keep the result of a finished job (the trained model, or the comparison curves) and report why it stopped."""
-    trainer = job.runs[0][1]
-    reasons = [tr.reason for _, tr in job.runs]
-    if job.kind == "train":
+    """Keep the result of a finished job (the trained model, or the comparison curves) and say why it stopped."""
+    runs = tu.train_runs(job)
+    trainer = runs.runs[0][1]
+    if job.status == "error":
+        st.session_state[tu.RESULT_KEY] = ("failed", report_unexpected(job.error, "train job"), trainer.step, None)
+    elif runs.kind == "train":
+        acc = trainer.history[-1].val_exact if trainer.history else None
         if trainer.reason in ("nan", "diverged"):
-            st.session_state["train.result"] = ("error", trainer.reason, trainer.step)
-        else:
-            tu.keep_model(job.task_name, trainer.translator(), "trained")
-            st.session_state["train.result"] = ("ok", trainer.reason, trainer.step)
+            st.session_state[tu.RESULT_KEY] = ("error", trainer.reason, trainer.step, acc)
+        elif trainer.step > 0:
+            tu.keep_model(runs.task_name, trainer.translator(), "trained")
+            st.session_state[tu.RESULT_KEY] = ("ok", trainer.reason, trainer.step, acc)
     else:
-        key = (job.task_name, job.kind.split(":", 1)[1])
-        tu.compare_runs()[key] = [(label, [m.to_dict() for m in tr.history]) for label, tr in job.runs if tr.history]
-        st.session_state["train.result"] = ("ok", reasons[-1], trainer.step)
-    tu.clear_job()
+        key = (runs.task_name, runs.kind.split(":", 1)[1])
+        tu.compare_runs()[key] = [(label, [m.to_dict() for m in tr.history]) for label, tr in runs.runs
+                                  if tr.history]
+        st.session_state[tu.RESULT_KEY] = ("ok", runs.runs[-1][1].reason, runs.runs[-1][1].step, None)
 
 
 def show_result() -> None:
-    result = st.session_state.get("train.result")
+    """Why the last run stopped: success only when it reached its target, a note when it ran out of time or steps."""
+    result = st.session_state.get(tu.RESULT_KEY)
     if result is None:
         return
-    status, reason, step = result
-    (st.error if status == "error" else st.success)(t(f"train.reason_{reason}", step=step))
+    status, reason, step, acc = result
+    if status == "failed":  # reason holds the error id (the traceback is in the server's log)
+        st.error(t("common.unexpected_error", error_id=reason))
+        return
+    text = t(f"train.reason_{reason}", step=step)
+    if acc is not None and reason != "target":
+        text += " " + t("train.reason_acc", acc=f"{100 * acc:.1f}")
+    show = {"error": st.error}.get(status) or (st.success if reason in ("target", "steps") else st.info)
+    show(text)
 
+
+TABS = ("train", "decode", "attention", "snapshots", "save", "compare")
 
 # ---------------------------------------------------------------- page
 st.markdown(t("train.intro"))
 ui.latex(r"\mathcal{L} = -\sum_t \sum_{v} q_t(v)\,\log p_\theta(v \mid y_{<t}, x)")
 ui.latex(r"q_t(v) = (1-\varepsilon)\,\mathbf{1}[v = y_t] + \varepsilon / V")
+finished = tu.collect_finished()
+if finished is not None:
+    finish_job(finished)
 try:
     task = choose_task()
 except InputError as exc:
@@ -389,31 +407,27 @@ if model is not None:
     describe_model(model, origin)
 else:
     st.warning(t("train.no_model"))
+jobs.live(tu.JOB, draw_job)  # progress of a running job, above the tabs: seen from every tab
 
-tabs = st.tabs([t("train.tab_train"), t("train.tab_decode"), t("train.tab_attention"), t("train.tab_snapshots"),
-                t("train.tab_save"), t("train.tab_compare")])
-with tabs[0]:
-    train_ph, model_cfg, train_cfg = train_tab(task)
-    if tu.job() is None and model is not None and model.history:
-        with train_ph["curves"].container():
+tab, tabs = ui.tabs(TABS, "tab", format_func=lambda k: t(f"train.tab_{k}"))
+with tabs[tab]:  # only the open tab is drawn
+    if tab == "train":
+        model_cfg, train_cfg = train_tab(task)
+        if not tu.running() and model is not None and model.history:
             ui.plot(curves([(t("train.this_model"), model.history)]), key="train.curves")
-with tabs[1]:
-    text = decode_tab(model) if model is not None else ""
-with tabs[2]:
-    if model is not None and text:
+    elif tab == "compare":
+        with st.expander(t("train.cmp_settings")):
+            model_cfg, train_cfg = model_settings(task.name), train_settings()
+        compare_tab(task, model_cfg, train_cfg)
+    elif model is None:
+        st.warning(t("train.no_model"))
+    elif tab == "decode":
+        decode_tab(model)
+    elif tab == "attention":
+        text = ui.text(t("train.input"), f"src_{model.task.name}", model.task.example, max_chars=200,
+                       help=t("train.input_help"))
         attention_tab(model, text)
-with tabs[3]:
-    if model is not None:
+    elif tab == "snapshots":
         snapshots_tab(model)
-with tabs[4]:
-    if model is not None:
+    else:
         save_tab(model)
-with tabs[5]:
-    compare_ph = compare_tab(task, model_cfg, train_cfg)
-
-job = tu.job()
-if job is not None:  # train while drawing; any click interrupts this loop and the next run continues it
-    ph = train_ph if job.kind == "train" else compare_ph
-    tu.run_job(job, lambda j, final: draw_job(ph, j, final))
-    finish_job(job)
-    st.rerun()

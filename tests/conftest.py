@@ -29,3 +29,15 @@ def assert_clean(at: AppTest) -> None:
 @pytest.fixture
 def page_runner():
     return run_page
+
+
+def widget(at: AppTest, kind: str, key: str):
+    """The widget of a ui.* control by its '<page>.<param>' key. Option widgets (selectbox, radio, multiselect...)
+    are keyed per language ('<page>.<param>.<lang>', see app_pages/_ui/state.py): whichever language is shown."""
+    finder = getattr(at, kind)
+    for k in (key, f"{key}.en", f"{key}.zh"):
+        try:
+            return finder(key=k)
+        except KeyError:
+            continue
+    raise KeyError(key)

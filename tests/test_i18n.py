@@ -35,6 +35,6 @@ def test_lookup_and_fallbacks():
     assert i18n.t("common.nav_attention", "zh") == "注意力"
     assert i18n.t("common.nav_attention", "zh-CN") == "注意力"
     assert i18n.t("common.nav_attention", "fr") == "Attention"
-    assert "boom" in i18n.t("common.unexpected_error", "en", error="boom")
+    assert "ab12cd34" in i18n.t("common.unexpected_error", "zh", error_id="ab12cd34")
     with pytest.raises(KeyError, match="locales"):
         i18n.t("common.no_such_key", "en")

@@ -8,7 +8,7 @@ import pytest
 import torch
 
 from viz_core import optimizers as opt
-from viz_core import schedules, surfaces
+from viz_core import i18n, schedules, surfaces
 from viz_core.errors import InputError
 from viz_core.plots import optimizers as plots
 
@@ -287,6 +287,23 @@ def _torch_lrs(make, steps):
     return np.array(lrs)
 
 
+@pytest.mark.parametrize("steps", [0, -5, 0.5, [1, 2, 0], np.array([3.0, np.nan]), float("inf")])
+def test_transformer_lr_rejects_steps_below_one(steps):
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # no divide-by-zero warning on the way: a clear error instead
+        with pytest.raises(InputError) as err:
+            schedules.transformer_lr(steps, 512, 4000)
+    assert err.value.code == "optimizers.err_lr_step"
+    assert "1" in i18n.t(err.value.code, "zh", **err.value.params)
+
+
+@pytest.mark.parametrize("d_model, warmup", [(0, 4000), (512, 0), (512, -1)])
+def test_transformer_lr_rejects_bad_sizes(d_model, warmup):
+    with pytest.raises(InputError) as err:
+        schedules.transformer_lr(10, d_model, warmup)
+    assert err.value.code == "optimizers.err_lr_args"
+
+
 def test_schedules_equal_torch_schedulers():
     cfg = schedules.ScheduleConfig("step", step_size=30, gamma=0.3)
     np.testing.assert_allclose(schedules.multipliers(cfg, 200),
@@ -325,14 +342,16 @@ def test_race_figure_animation():
                             fit=(np.array(surfaces.LINE_X), np.array(surfaces.LINE_Y)), n_frames=30)
     d = fig.to_dict()
     assert len(d["frames"]) == 31 and d["frames"][-1]["name"] == "120"
-    moving = d["frames"][0]["traces"]
-    assert len(moving) == 15 and all(len(f["data"]) == 15 for f in d["frames"])   # trails, heads, fitted lines
+    every = d["frames"][0]["traces"]
+    assert every == list(range(len(d["data"]))) and all(len(f["data"]) == len(d["data"]) for f in d["frames"])
+    n_static = len(d["data"]) - 15                                               # 15 moving: trails, heads, lines
+    assert all(f["data"][i] == {} for f in d["frames"] for i in range(n_static))  # static traces: re-plotted only
     assert len(d["layout"]["updatemenus"][0]["buttons"]) == 2 and len(d["layout"]["sliders"][0]["steps"]) == 31
     assert d["data"][1]["marker"]["opacity"] == 0 and len(d["data"][1]["x"]["bdata"]) > 0   # the click grid
     assert d["layout"]["images"][0]["source"].startswith("data:image/png;base64,")
     png = base64.b64decode(d["layout"]["images"][0]["source"].split(",", 1)[1])
     assert png[:8] == b"\x89PNG\r\n\x1a\n"
-    last_head = d["frames"][-1]["data"][5]      # SGD's head in the last frame is the end of its path
+    last_head = d["frames"][-1]["data"][n_static + 5]   # SGD's head in the last frame is the end of its path
     assert last_head["x"][0] == pytest.approx(result.trajectories[0].path[-1, 0])
     assert fig.to_json()                         # serialisable as st.plotly_chart will do it
 

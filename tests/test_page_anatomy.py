@@ -1,6 +1,6 @@
 """AppTest for the Anatomy page: every section in English and Chinese, widgets driven, real content checked, and bad
 input shown as an error element instead of an exception."""
-from tests.conftest import assert_clean, run_page
+from tests.conftest import assert_clean, run_page, widget
 
 
 def _text(at) -> str:
@@ -48,10 +48,10 @@ def test_ffn_and_dropout_en():
     at = run_page("anatomy", {"lang": "en", "section": "ffn"})
     assert_clean(at)
     assert _metric(at, "hidden units exactly 0") != "0%"
-    at.radio(key="anatomy.act").set_value("gelu").run()
+    widget(at, "radio", "anatomy.act").set_value("gelu").run()
     assert _metric(at, "hidden units exactly 0") == "0%"
     assert "FFN" in at.dataframe[0].value.columns
-    at.radio(key="anatomy.section").set_value("dropout").run()
+    widget(at, "radio", "anatomy.section").set_value("dropout").run()
     at.slider(key="anatomy.p").set_value(0.5).run()
     assert_clean(at)
     assert "1/(1 − p) = 2.000" in _text(at) and "torch.nn.Dropout" in _text(at)
@@ -76,12 +76,12 @@ def test_path_shapes_sampling_and_parameters_zh():
     shapes = list(table.iloc[:, 2])
     assert "(2, 1000)" in shapes and "(2, 4)" in shapes and "(1000,)" in shapes
     assert _metric(at, "参数总量") == "63,084,544" == _metric(at, "torch 模块（meta 设备）")
-    at.selectbox(key="anatomy.vocab").set_value(200).run()
+    widget(at, "selectbox", "anatomy.vocab").set_value(200).run()
     at.number_input(key="anatomy.top_k").set_value(1).run()
     assert_clean(at)
     assert "(2, 200)" in list(at.dataframe[0].value.iloc[:, 2])
     assert "200 个词元中有 1 个" in _text(at)
-    at.radio(key="anatomy.share").set_value("none").run()
+    widget(at, "radio", "anatomy.share").set_value("none").run()
     assert _metric(at, "参数总量") == "100,972,544"
 
 

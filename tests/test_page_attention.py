@@ -3,7 +3,9 @@ from __future__ import annotations
 
 import pytest
 
-from tests.conftest import assert_clean, run_page
+from streamlit.testing.v1 import AppTest
+
+from tests.conftest import APP, APP_TIMEOUT_S, assert_clean, run_page, widget
 
 
 def _plots(at):
@@ -24,8 +26,8 @@ def test_every_view_in_chinese(view):
     at = run_page("attention", {"lang": "zh", "view": view, "layer": "2", "head": "5"})
     assert_clean(at)
     assert at.title[0].value == "预训练 Transformer 的注意力"
-    assert at.radio(key="attention.view").value == view
-    assert at.selectbox(key="attention.layer").value == 2 and at.selectbox(key="attention.head").value == 5
+    assert widget(at, "radio", "attention.view").value == view
+    assert widget(at, "selectbox", "attention.layer").value == 2 and widget(at, "selectbox", "attention.head").value == 5
     if view in ("grid", "aggregate", "stats"):
         assert len(_plots(at)) == 1
     if view == "export":
@@ -36,7 +38,7 @@ def test_every_view_in_chinese(view):
 
 def test_url_state_is_written_back():
     at = run_page("attention", {"lang": "en"})
-    at.selectbox(key="attention.layer").set_value(4).run()
+    widget(at, "selectbox", "attention.layer").set_value(4).run()
     at.text_area(key="attention.text").set_value("Colorless green ideas sleep furiously.").run()
     assert_clean(at)
     assert at.query_params["layer"] == ["4"] or at.query_params["layer"] == "4"
@@ -47,7 +49,7 @@ def test_hide_special_and_pair_blocks():
     at = run_page("attention", {"lang": "en", "text": "The cat sat.", "pair": "It purred.", "hide": "1"})
     assert_clean(at)
     assert any("renormalised" in i.value for i in at.info)
-    at.radio(key="attention.block").set_value("A->B").run()
+    widget(at, "radio", "attention.block").set_value("A->B").run()
     assert_clean(at)
     assert len(_plots(at)) == 1
 
@@ -63,6 +65,30 @@ def test_bad_or_odd_input_never_raises(text):
         assert not at.error and len(_plots(at)) == 1
 
 
+@pytest.mark.parametrize("lang, words", [("en", ["13 of 18 tokens", "[UNK]", "bert-base-chinese"]),
+                                         ("zh", ["18 个词元中有 13 个", "[UNK]", "bert-base-chinese"])])
+def test_chinese_on_the_default_model_explains_unknown_tokens(lang, words):
+    at = run_page("attention", {"lang": lang, "text": "我爱自然语言处理，注意力机制很有趣。"})
+    assert_clean(at)
+    assert at.info and all(w in at.info[0].value for w in words)
+    assert len(_plots(at)) == 1
+
+
+def test_english_has_no_unknown_token_note():
+    at = run_page("attention", {"lang": "en", "text": "The cat sat on the mat."})
+    assert not any("[UNK]" in i.value for i in at.info)
+
+
+@pytest.mark.parametrize("hide, words", [("1", "sum to 1 again only because"), ("0", "do not sum to 1 (row sums")])
+def test_max_over_heads_caption_says_what_the_shown_rows_sum_to(hide, words):
+    at = run_page("attention", {"lang": "en", "view": "aggregate", "agg": "max", "hide": hide})
+    assert_clean(at)
+    captions = " ".join(c.value for c in at.caption)
+    assert words in captions and "The strongest head at each cell" in captions
+    at = run_page("attention", {"lang": "zh", "view": "aggregate", "agg": "mean", "hide": hide})
+    assert "图中每行之和为 1" in " ".join(c.value for c in at.caption)
+
+
 def test_long_input_is_truncated_with_note():
     at = run_page("attention", {"lang": "en", "text": " ".join(["token"] * 3000), "view": "grid"})
     assert_clean(at)
@@ -71,10 +97,44 @@ def test_long_input_is_truncated_with_note():
 
 def test_unknown_model_falls_back(monkeypatch):
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    monkeypatch.setenv("ATTN_ALLOW_ANY_HUB_MODEL", "1")
     at = run_page("attention", {"lang": "en", "model": "no-such-org/no-such-model"})
     assert_clean(at)
-    assert at.error and "could not be loaded" in at.error[0].value
+    assert at.error and "cannot reach the Hugging Face hub" in at.error[0].value
     assert len(_plots(at)) == 1  # the default model keeps working
+
+
+@pytest.mark.parametrize("path", ["/tmp", "/etc/passwd", "~/.cache/huggingface", "../../root"])
+def test_server_folder_is_refused_in_chinese_without_the_path(monkeypatch, path):
+    monkeypatch.delenv("ATTN_ALLOW_LOCAL_MODELS", raising=False)
+    at = run_page("attention", {"lang": "zh", "model": path})
+    assert_clean(at)
+    text = at.error[0].value
+    assert "服务器上的文件夹" in text and "bert-base-uncased" in text
+    assert path not in text and "/" not in text.replace("Helsinki-NLP/", "")
+    assert "all-MiniLM-L6-v2" in at.markdown[0].value and len(_plots(at)) == 1  # the default model instead
+
+
+def test_model_off_the_allowlist_is_refused_in_chinese(monkeypatch):
+    monkeypatch.delenv("ATTN_ALLOW_ANY_HUB_MODEL", raising=False)
+    monkeypatch.setattr("viz_core.pretrained._hub_listing", lambda *a: pytest.fail("no metadata call for it"))
+    at = run_page("attention", {"lang": "zh", "model": "meta-llama/Llama-2-70b-hf"})
+    assert_clean(at)
+    text = at.error[0].value
+    assert "不在此服务器允许的模型列表中" in text and "meta-llama/Llama-2-70b-hf" in text and "gpt2" in text
+    assert len(_plots(at)) == 1
+
+
+def test_operator_secrets_are_read(monkeypatch):
+    """The [models] table of secrets.toml reaches the policy: with a one-model allowlist, only it is suggested."""
+    monkeypatch.delenv("ATTN_MODEL_ALLOWLIST", raising=False)
+    at = AppTest.from_file(APP, default_timeout=APP_TIMEOUT_S)
+    at.secrets["models"] = {"allowlist": ["distilgpt2"]}
+    at.query_params["lang"] = "en"
+    at.query_params["model"] = "gpt2"
+    at.run()
+    assert_clean(at)
+    assert "Choose one of: distilgpt2." in at.error[0].value
 
 
 @pytest.fixture(scope="module")
@@ -98,7 +158,12 @@ def tiny_folders(tmp_path_factory):
     return paths
 
 
-def test_decoder_only_model_shows_causal_note(tiny_folders):
+@pytest.fixture
+def folders_allowed(monkeypatch):
+    monkeypatch.setenv("ATTN_ALLOW_LOCAL_MODELS", "1")
+
+
+def test_decoder_only_model_shows_causal_note(tiny_folders, folders_allowed):
     at = run_page("attention", {"lang": "en", "model": tiny_folders["gpt2"]})
     assert_clean(at)
     assert "decoder-only (causal)" in at.markdown[0].value
@@ -107,9 +172,9 @@ def test_decoder_only_model_shows_causal_note(tiny_folders):
 
 
 @pytest.mark.parametrize("part", ["encoder", "decoder", "cross"])
-def test_encoder_decoder_model_has_three_maps(tiny_folders, part):
+def test_encoder_decoder_model_has_three_maps(tiny_folders, folders_allowed, part):
     at = run_page("attention", {"lang": "zh", "model": tiny_folders["t5"], "part": part, "view": "head"})
     assert_clean(at)
-    assert at.radio(key="attention.part").value == part
+    assert widget(at, "radio", "attention.part").value == part
     assert len(at.text_area) == 2  # source text and decoder target text
     assert len(at.get("plotly_chart")) == 1

@@ -6,7 +6,7 @@ import json
 import numpy as np
 import pytest
 
-from tests.conftest import assert_clean, run_page
+from tests.conftest import assert_clean, run_page, widget
 
 
 def _figures(at) -> list[dict]:
@@ -61,7 +61,7 @@ def test_steps_random_and_shapes_zh():
     assert "Q = X W_q  (6 × 3)" in _titles(at)
     assert "每行之和" in _text(at)
     at.slider(key="mechanics.bdm").set_value(12).run()
-    at.selectbox(key="mechanics.bh").set_value(3).run()
+    widget(at, "selectbox", "mechanics.bh").set_value(3).run()
     shapes = at.dataframe[-1].value.iloc[:, 1].tolist()
     assert "(2, 3, 5, 4)" in shapes and "(2, 3, 5, 5)" in shapes
 
@@ -69,12 +69,12 @@ def test_steps_random_and_shapes_zh():
 def test_masks_nan_demo_zh():
     at = run_page("mechanics", {"lang": "zh", "section": "masks", "side": "start", "item": "0"})
     assert_clean(at)
-    at.selectbox(key="mechanics.kind").set_value("causal_padding").run()
+    widget(at, "selectbox", "mechanics.kind").set_value("causal_padding").run()
     summary = at.dataframe[0].value
     assert summary.iloc[1, 1] > 0 and summary.iloc[3, 1] == 0  # masked_fill(-inf) has NaN, ours has none
     assert "NaN" in summary.iloc[:, 3].tolist()
     assert "(4, 1, 5, 5)" in _text(at) and "float16" in _text(at)
-    at.selectbox(key="mechanics.kind").set_value("cross").run()
+    widget(at, "selectbox", "mechanics.kind").set_value("cross").run()
     at.text_input(key="mechanics.mq").input("un deux").run()
     assert_clean(at)
     assert any("(2 × 5)" in t for t in _titles(at))
@@ -85,15 +85,15 @@ def test_variants_kv_slider_en():
     assert_clean(at)
     metrics = {m.label: m.value for m in at.metric}
     assert metrics["Variant"] == "MHA (32/32)" and metrics["KV cache per token"] == "512 KiB"
-    at.select_slider(key="mechanics.kv").set_value(8).run()
+    widget(at, "select_slider", "mechanics.kv").set_value(8).run()
     metrics = {m.label: m.value for m in at.metric}
     assert metrics["Variant"] == "GQA (8/32)" and metrics["KV cache per token"] == "128 KiB"
-    at.select_slider(key="mechanics.kv").set_value(1).run()
+    widget(at, "select_slider", "mechanics.kv").set_value(1).run()
     assert {m.label: m.value for m in at.metric}["Variant"] == "MQA (1/32)"
     table = at.dataframe[0].value
     assert table.iloc[0, 2] == "0.000" and float(table.iloc[2, 2]) > 0
     assert "largest difference" in _text(at)
-    at.selectbox(key="mechanics.preset").set_value("custom").run()
+    widget(at, "selectbox", "mechanics.preset").set_value("custom").run()
     at.number_input(key="mechanics.ch").set_value(7).run()
     assert_clean(at)
     assert "divisible" in _text(at)  # 4096 is not divisible by 7: a message, not a traceback
@@ -105,7 +105,7 @@ def test_cross_and_additive_zh():
     assert any("(3 × 6)" in t for t in _titles(at))
     weights = _z(_figures(at)[0])
     assert np.all(weights[:, 4:] == 0)  # the two [PAD] keys
-    at.radio(key="mechanics.section").set_value("additive").run()
+    widget(at, "radio", "mechanics.section").set_value("additive").run()
     assert_clean(at)
     assert len(_titles(at)) == 5
     at.slider(key="mechanics.an").set_value(5).run()

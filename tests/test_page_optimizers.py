@@ -3,7 +3,7 @@ import json
 
 import pytest
 
-from tests.conftest import assert_clean, run_page
+from tests.conftest import assert_clean, run_page, widget
 
 pytestmark = pytest.mark.slow
 
@@ -21,6 +21,7 @@ def test_english_race_inside_and_schedules():
     assert_clean(at)
     assert at.title[0].value == "Optimizers"
     assert [t.label for t in at.tabs] == ["Race", "Inside the optimizers", "Learning-rate schedules"]
+    assert len(at.get("plotly_chart")) == 3          # only the open tab is drawn: race, loss, distance
     spec = _race_spec(at)
     assert len(spec["frames"]) > 10 and spec["layout"]["sliders"][0]["steps"][-1]["label"] == "300"
     names = {tr.get("name") for tr in spec["data"]}
@@ -28,15 +29,18 @@ def test_english_race_inside_and_schedules():
     table = at.dataframe[0].value
     assert list(table["optimizer"]) == ["SGD", "Momentum", "AdaGrad", "RMSProp", "Adam"]
     assert table.loc[table["optimizer"] == "Adam", "final loss − minimum"].astype(float).iloc[0] < 1e-6
-    assert len(at.get("plotly_chart")) == 7          # race, loss, distance, step sizes, state, schedules, paper
     assert not at.error and not at.warning
+    for tab, charts in (("inside", 2), ("schedules", 2)):   # step sizes + state; schedules + the paper's
+        at = run_page("optimizers", {"lang": "en", "tab": tab})
+        assert_clean(at)
+        assert len(at.get("plotly_chart")) == charts and not at.error
 
 
 def test_chinese_page():
     at = run_page("optimizers", {"lang": "zh", "surface": "saddle", "x0": "-1.5", "y0": "0.01"})
     assert_clean(at)
     assert at.title[0].value == "优化器"
-    assert "鞍点" in at.selectbox(key="optimizers.surface").format_func("saddle")
+    assert "鞍点" in widget(at, "selectbox", "optimizers.surface").format_func("saddle")
     assert "优化器" in at.dataframe[0].value.columns[0]
     assert at.number_input(key="optimizers.x0").value == -1.5
     spec = _race_spec(at)
@@ -45,7 +49,7 @@ def test_chinese_page():
 
 def test_surface_change_resets_start_and_lr_then_divergence_message():
     at = run_page("optimizers", {"lang": "en"})
-    at.selectbox(key="optimizers.surface").set_value("rosenbrock").run()
+    widget(at, "selectbox", "optimizers.surface").set_value("rosenbrock").run()
     assert_clean(at)
     assert at.number_input(key="optimizers.x0").value == -1.2
     assert at.number_input(key="optimizers.lr").value == 0.001
@@ -60,13 +64,16 @@ def test_fair_race_schedule_extras_and_inspect():
     at = run_page("optimizers", {"lang": "en", "surface": "line_fit", "steps": "100"})
     at.checkbox(key="optimizers.r_adamw").check()
     at.toggle(key="optimizers.fair").set_value(True)
-    at.selectbox(key="optimizers.sched").set_value("cosine").run()
+    widget(at, "selectbox", "optimizers.sched").set_value("cosine").run()
     assert_clean(at)
     assert any("grid search" in i.value for i in at.info)
     table = at.dataframe[0].value
     assert "learning rate (tuned)" in table.columns and "AdamW" in set(table["optimizer"])
-    at.selectbox(key="optimizers.inspect").set_value("adagrad").run()
-    state = json.loads(at.get("plotly_chart")[4].proto.spec)
+    at.session_state["optimizers.tab.en"] = "Inside the optimizers"   # open the tab, as a click would
+    at.run()
+    widget(at, "selectbox", "optimizers.inspect").set_value("adagrad").run()
+    assert at.query_params["tab"] in ("inside", ["inside"])
+    state = json.loads(at.get("plotly_chart")[1].proto.spec)
     assert "Inside AdaGrad" in state["layout"]["title"]["text"]
 
 
@@ -78,15 +85,17 @@ def test_click_on_the_contour_sets_the_start():
     assert at.number_input(key="optimizers.y0").value == -1.25
 
 
-@pytest.mark.parametrize("widget, key, value, expected", [
+@pytest.mark.parametrize("kind, key, value, expected", [
     ("number_input", "optimizers.lr", 0.0, "learning rate must be a positive number"),
     ("number_input", "optimizers.steps", 0, "number of steps must be between 1"),
 ])
-def test_bad_input_shows_a_message(widget, key, value, expected):
+def test_bad_input_shows_a_message(kind, key, value, expected):
     at = run_page("optimizers", {"lang": "en"})
-    getattr(at, widget)(key=key).set_value(value).run()
+    getattr(at, kind)(key=key).set_value(value).run()
     assert_clean(at)
     assert at.error and expected in at.error[0].value
+    at.session_state["optimizers.tab.en"] = "Learning-rate schedules"
+    at.run()
     assert len(at.get("plotly_chart")) == 2          # the schedules tab still works
 
 

@@ -6,7 +6,7 @@ import json
 import numpy as np
 import pytest
 
-from tests.conftest import assert_clean, run_page
+from tests.conftest import assert_clean, run_page, widget
 from viz_core import positional as P
 
 
@@ -65,7 +65,7 @@ def test_similarity_chinese_depends_only_on_distance():
     sim = _z(_figure(at)["data"][0])
     np.testing.assert_allclose(sim, P.similarity(P.sinusoidal_encoding(40, 16)), atol=1e-9)
     assert float(_metric(at, "对角线上的最大差值")) < 1e-10
-    at.radio(key="positions.measure").set_value("cosine").run()
+    widget(at, "radio", "positions.measure").set_value("cosine").run()
     assert np.allclose(np.diag(_z(_figure(at)["data"][0])), 1.0)
     at.slider(key="positions.d_model").set_value(7).run()  # odd width: the lone sine breaks the property a bit
     assert_clean(at)
@@ -114,7 +114,7 @@ def test_order_matters_numbers_and_bad_tokens():
     assert float(_metric(at, "Without PE")) < 1e-12
     assert float(_metric(at, "With PE")) > 1e-3
     assert "mat the on sat cat the" in at.text[0].value
-    at.radio(key="positions.perm").set_value("swap").run()
+    widget(at, "radio", "positions.perm").set_value("swap").run()
     assert "cat the sat on the mat" in at.text[0].value
     at.text_input(key="positions.tokens").set_value("lonely").run()
     assert_clean(at)
@@ -130,3 +130,23 @@ def test_learned_vs_fixed_vs_rope_uses_minilm():
     assert dev["sinusoidal"] < 1e-9 and dev["rotary (RoPE)"] < 1e-9 and dev["learned (MiniLM)"] > 0.1
     heat = _z(_figure(at, 0)["data"][0])
     assert heat.shape[0] == 64  # 64 positions of MiniLM's (512, 384) table, thinned columns
+
+
+def test_unexpected_error_shows_an_id_not_the_exception(monkeypatch, caplog):
+    """Any exception that is not an InputError: a generic translated message with an error id; the path and the
+    library's text go to the server log only."""
+    import re
+
+    from app_pages._ui import models
+
+    def broken():
+        raise OSError("[Errno 2] No such file or directory: '/srv/secret/weights.bin'")
+
+    monkeypatch.setattr(models, "position_embeddings", broken)
+    with caplog.at_level("ERROR", logger="viz_core.errors"):
+        at = run_page("positions", {"lang": "zh", "part": "learned"})
+    assert not at.exception
+    shown = at.error[0].value
+    error_id = re.search(r"错误编号 ([0-9a-f]{8})", shown).group(1)
+    assert "/srv/secret" not in shown and "Errno" not in shown and "OSError" not in shown
+    assert error_id in caplog.text and "/srv/secret/weights.bin" in caplog.text and "Traceback" in caplog.text

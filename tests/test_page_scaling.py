@@ -2,7 +2,7 @@
 import pytest
 
 from app_pages._ui import scaling as data
-from tests.conftest import assert_clean, run_page
+from tests.conftest import assert_clean, run_page, widget
 from viz_core import scaling
 
 
@@ -18,10 +18,10 @@ def test_distribution_english_slider_and_url():
     at = run_page("scaling", {"lang": "en", "part": "dist", "dk": "16"})
     assert_clean(at)
     assert at.title[0].value.startswith("Scaling")
-    assert at.select_slider(key="scaling.dk").value == 16
+    assert widget(at, "select_slider", "scaling.dk").value == 16
     assert _metric(at, "Var(q·k):").endswith("/ 16")
     assert _charts(at) == 3                                            # two histograms and the variance curve
-    at.select_slider(key="scaling.dk").set_value(4096).run()
+    widget(at, "select_slider", "scaling.dk").set_value(4096).run()
     assert_clean(at)
     measured, theory = _metric(at, "Var(q·k):").split(" / ")
     assert theory == "4096" and abs(float(measured) / 4096 - 1) < 0.05
@@ -41,7 +41,7 @@ def test_softmax_chinese_temperature_and_n():
     text = " ".join(m.value for m in at.markdown)
     assert "d_k = 256" in text and "不缩放时" in text                  # the onset of saturation, in Chinese
     assert _charts(at) == 6                                            # 3 curves, bars, 2 Jacobians (N <= 32)
-    at.select_slider(key="scaling.temp").set_value(10.0).run()
+    widget(at, "select_slider", "scaling.temp").set_value(10.0).run()
     assert_clean(at)
     assert "直到 d_k = 4096" in " ".join(m.value for m in at.markdown)  # a hot softmax never saturates here
     at.slider(key="scaling.n").set_value(200).run()
@@ -73,9 +73,9 @@ def test_model_part_bad_text_shows_error_in_chinese():
 def test_bad_url_values_fall_back_to_defaults():
     at = run_page("scaling", {"lang": "en", "part": "softmax", "dk": "3", "n": "0", "temp": "abc"})
     assert_clean(at)
-    assert at.select_slider(key="scaling.dk").value == 256
+    assert widget(at, "select_slider", "scaling.dk").value == 256
     assert at.slider(key="scaling.n").value == 16
-    assert at.select_slider(key="scaling.temp").value == 1.0
+    assert widget(at, "select_slider", "scaling.temp").value == 1.0
 
 
 def test_training_runs_on_button_once_and_is_cached(monkeypatch):
@@ -96,8 +96,8 @@ def test_training_runs_on_button_once_and_is_cached(monkeypatch):
     assert len(calls) == 1 and calls[0].d_k == 16 and calls[0].steps == 100
     assert _charts(at) == 1
     assert _metric(at, "held-out accuracy").count("%") == 2
-    at.select_slider(key="scaling.exp_steps").set_value(200).run()   # other settings: asks for the button again
+    widget(at, "select_slider", "scaling.exp_steps").set_value(200).run()   # other settings: asks for the button again
     assert at.info and len(calls) == 1
-    at.select_slider(key="scaling.exp_steps").set_value(100).run()   # back: shown again without retraining
+    widget(at, "select_slider", "scaling.exp_steps").set_value(100).run()   # back: shown again without retraining
     assert_clean(at)
     assert _charts(at) == 1 and len(calls) == 1

@@ -210,6 +210,33 @@ def test_rope_matches_complex_multiplication_and_is_relative():
         P.rope_rotate(np.ones((2, 5)), np.arange(2))
 
 
+def test_rope_adjacent_pairs_equal_hf_llama_halves_up_to_a_permutation():
+    """Ours (and RoFormer's) rotates pairs (2i, 2i+1); Hugging Face's Llama rotates pairs (i, i + d/2) (rotate_half).
+
+    With the permutation that lists the even dimensions first and the odd ones after, both are the same rotation:
+    llama(P x) = P ours(x) for every position; a dot product q.k, and hence attention, is unchanged by P.
+    """
+    from transformers import LlamaConfig
+    from transformers.models.llama.modeling_llama import LlamaRotaryEmbedding, apply_rotary_pos_emb
+
+    d, n = 16, 10
+    rng = np.random.default_rng(0)
+    q, k = rng.standard_normal((n, d)), rng.standard_normal((n, d))
+    pos = np.arange(n)
+    cfg = LlamaConfig(hidden_size=d, num_attention_heads=1, head_dim=d, rope_theta=P.BASE,
+                      max_position_embeddings=64)
+    rotary = LlamaRotaryEmbedding(cfg)
+    perm = np.concatenate([np.arange(0, d, 2), np.arange(1, d, 2)])  # adjacent layout -> halves layout
+    q_t, k_t = (torch.tensor(a[:, perm])[None, None] for a in (q, k))  # (1, 1, n, d)
+    cos, sin = rotary(q_t, torch.arange(n)[None])                      # (1, n, d)
+    q_hf, k_hf = (a[0, 0].numpy() for a in apply_rotary_pos_emb(q_t, k_t, cos, sin))
+    ours_q, ours_k = P.rope_rotate(q, pos), P.rope_rotate(k, pos)
+    np.testing.assert_allclose(q_hf, ours_q[:, perm], atol=1e-5)
+    np.testing.assert_allclose(k_hf, ours_k[:, perm], atol=1e-5)
+    np.testing.assert_allclose(q_hf @ k_hf.T, ours_q @ ours_k.T, atol=1e-4)  # same scores
+    assert np.abs(q_hf - ours_q).max() > 0.1  # without the permutation the two layouts really differ
+
+
 def test_cosine_similarity_of_a_made_up_learned_table():
     learned = np.random.default_rng(1).standard_normal((20, 8)).astype(np.float32)
     cos = P.cosine_similarity(learned)

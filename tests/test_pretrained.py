@@ -8,6 +8,9 @@ from transformers import AutoTokenizer, BertConfig, BertModel, GPT2Config, GPT2M
 
 from viz_core import pretrained
 from viz_core.errors import InputError
+from viz_core.model_policy import ModelPolicy
+
+LOCAL = ModelPolicy(allow_local=True)  # tiny models saved to temporary folders
 
 
 @pytest.fixture(scope="module")
@@ -22,7 +25,7 @@ def _save(model, tokenizer_dir, tmp_path):
     torch.manual_seed(0)
     model.save_pretrained(tmp_path, safe_serialization=True)
     AutoTokenizer.from_pretrained(tokenizer_dir).save_pretrained(tmp_path)
-    return pretrained.load_model(str(tmp_path))
+    return pretrained.load_model(str(tmp_path), policy=LOCAL)
 
 
 @pytest.fixture(scope="module")
@@ -132,7 +135,10 @@ def test_unknown_model_is_a_clear_error(monkeypatch):
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     with pytest.raises(InputError) as err:
         pretrained.load_model("no-such-org/no-such-model")
-    assert err.value.code == "attention.model_unavailable"
+    assert err.value.code == "attention.model_not_allowed"
+    with pytest.raises(InputError) as err:
+        pretrained.load_model("no-such-org/no-such-model", policy=ModelPolicy(allow_any_hub=True))
+    assert err.value.code == "attention.model_offline"
     with pytest.raises(InputError) as err:
         pretrained.load_model("bad name; rm -rf /")
     assert err.value.code == "attention.bad_model_name"
@@ -147,6 +153,17 @@ def test_default_model_is_packaged_and_offline(monkeypatch):
     assert r.weights.shape[:2] == (6, 12)
     pe = pretrained.position_embeddings(m)
     assert pe.shape == (512, 384)
+
+
+def test_unknown_tokens_are_counted(monkeypatch, tiny_bert):
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    r = pretrained.attention_for(pretrained.load_model(), "我爱自然语言处理，注意力机制很有趣。")
+    assert r.unk_token == "[UNK]"
+    assert r.n_unknown == r.tokens.count("[UNK]") == 13 and r.n_text_tokens == len(r.tokens) - 2 == 18
+    english = pretrained.attention_for(tiny_bert, "The cat sat on the mat.")
+    assert english.n_unknown == 0 and english.n_text_tokens == len(english.tokens) - 2
+    typed = pretrained.attention_for(tiny_bert, "[UNK] is typed here")  # typed text is split, not the unk token
+    assert typed.n_unknown == 0
 
 
 @pytest.mark.parametrize("fixture", ["tiny_bert", "tiny_gpt2"])

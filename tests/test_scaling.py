@@ -1,5 +1,6 @@
 """viz_core.scaling: Var(q.k) against theory, softmax statistics against torch, saturation invariants, experiment."""
 import math
+from fractions import Fraction
 
 import numpy as np
 import pytest
@@ -92,6 +93,52 @@ def test_jacobian_batched_and_extremes():
     n = 16
     assert scaling.jacobian_frobenius(np.full(n, 1 / n)) == pytest.approx(math.sqrt(n - 1) / n)
     assert scaling.jacobian_frobenius(np.array([0.5, 0.5, 0, 0])) == pytest.approx(0.5)  # the largest possible
+
+
+def _exact_jacobian_norm(p) -> float:
+    """||diag(p) - p p^T||_F in exact rational arithmetic, for the floats of p renormalised to sum to exactly 1."""
+    q = [Fraction(float(x)) for x in p]
+    total = sum(q)
+    q = [x / total for x in q]
+    square = sum((q[i] * (i == j) - q[i] * q[j]) ** 2 for i in range(len(q)) for j in range(len(q)))
+    return math.sqrt(square)
+
+
+def _expanded_formula(p) -> float:
+    """The textbook expansion sum p^2 - 2 sum p^3 + (sum p^2)^2, which cancels catastrophically when saturated."""
+    s2 = (p ** 2).sum()
+    return math.sqrt(max(s2 - 2 * (p ** 3).sum() + s2 ** 2, 0.0))
+
+
+@pytest.mark.parametrize("d_k, true_norm", [(256, 7.249e-11), (1024, 4.765e-9)])
+def test_jacobian_norm_of_saturated_rows_is_not_zero(d_k, true_norm):
+    """The Scaling page's example row (N = 16, seed 0, unscaled): exact reference, not an exact 0."""
+    p = scaling.softmax(scaling.row_logits(scaling.example_row(d_k, 16, 0), d_k, False, 1.0))
+    exact = _exact_jacobian_norm(p)
+    assert exact == pytest.approx(true_norm, rel=1e-3)
+    assert scaling.jacobian_frobenius(p) == pytest.approx(exact, rel=1e-12)
+    assert _expanded_formula(p) == 0.0  # what the page printed before: the test does exercise the cancellation
+
+
+def test_jacobian_norm_against_exact_fractions_at_every_saturation():
+    rng = np.random.default_rng(3)
+    for scale in (0.1, 1, 10, 30, 100, 300, 700):
+        z = rng.standard_normal((4, 9)) * scale
+        p = scaling.softmax(z)                                                       # (4, 9)
+        ours = scaling.jacobian_frobenius(p)
+        for row, value in zip(p, ours):
+            exact = _exact_jacobian_norm(row)
+            assert value == pytest.approx(exact, rel=1e-12, abs=1e-300), (scale, row.max())
+    dyadic = np.array([1 - 3 * 2.0 ** -42, 2.0 ** -42, 2.0 ** -41])                  # exact in float64, sums to 1
+    assert scaling.jacobian_frobenius(dyadic) == pytest.approx(_exact_jacobian_norm(dyadic), rel=1e-13)
+
+
+def test_jacobian_norm_matches_autograd_for_moderate_logits():
+    z = torch.randn(20, 12, dtype=torch.float64) * 5
+    p = torch.softmax(z, -1)
+    reference = [torch.linalg.matrix_norm(torch.autograd.functional.jacobian(lambda x: torch.softmax(x, -1), row))
+                 for row in z]
+    np.testing.assert_allclose(scaling.jacobian_frobenius(p.numpy()), torch.stack(reference).numpy(), rtol=1e-12)
 
 
 def test_softmax_stats_match_torch():

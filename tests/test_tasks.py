@@ -4,7 +4,9 @@ import random
 import pytest
 
 from viz_core.errors import InputError
-from viz_core.tasks import BOS, EOS, PAD, TASKS, Vocab, encode_batch, is_heldout, make_task, sample_batch
+from viz_core import i18n
+from viz_core.tasks import (BOS, EOS, PAD, TASKS, RangeNote, Vocab, days_in_month, encode_batch, is_heldout,
+                           make_task, sample_batch)
 
 
 @pytest.mark.parametrize("name,src,tgt", [
@@ -96,3 +98,71 @@ def test_batch_shapes():
 def test_vocab_decode_stops_at_eos():
     vocab = Vocab(["a", "b"])
     assert vocab.decode([BOS, vocab.stoi["a"], vocab.stoi["b"], EOS, vocab.stoi["a"]]) == ["a", "b"]
+
+
+# ---------------------------------------------------------------- malformed input is refused, with a message
+@pytest.mark.parametrize("name, text, code", [
+    ("copy", "3 + 4", "train.unknown_token"), ("sort", "a b c", "train.unknown_token"),
+    ("reverse", "3 14 1", "train.unknown_token"),
+    ("addition", "1+2+3", "train.add_format"), ("addition", "12", "train.add_format"),
+    ("addition", "+3", "train.add_format"), ("addition", "3+", "train.add_format"),
+    ("addition", "-3+4", "train.add_format"), ("addition", "1.5+2", "train.add_format"),
+    ("addition", "12-4", "train.add_format"), ("addition", " ", "train.empty_input"),
+    ("date", "20240315", "train.date_format"), ("date", "2024/03/15", "train.date_format"),
+    ("date", "24-03-15", "train.date_format"), ("date", "2024-3-15", "train.date_format"),
+    ("date", "2023-02-30", "train.date_bad_day"), ("date", "2023-02-29", "train.date_bad_day"),
+    ("date", "1900-02-29", "train.date_bad_day"), ("date", "2024-04-31", "train.date_bad_day"),
+    ("date", "2024-00-10", "train.date_bad_month"), ("date", "2024-13-01", "train.date_bad_month"),
+    ("date", "2024-03-00", "train.date_bad_day"),
+])
+def test_malformed_input_is_refused(name, text, code):
+    with pytest.raises(InputError) as info:
+        make_task(name).tokenize(text)
+    assert info.value.code == code
+    en, zh = (i18n.t(code, lang, **info.value.params) for lang in ("en", "zh"))
+    assert en and zh and en != zh
+
+
+def test_refusal_messages_say_what_to_type():
+    with pytest.raises(InputError) as info:
+        make_task("date").tokenize("2023-02-30")
+    assert i18n.t(info.value.code, "en", **info.value.params) == \
+        "2023-02-30 is not a real date: month 2 of 2023 has only 28 days."
+    with pytest.raises(InputError) as info:
+        make_task("addition").tokenize("1+2+3")
+    assert "12+34" in i18n.t(info.value.code, "zh", **info.value.params)
+
+
+@pytest.mark.parametrize("year, month, days", [(2024, 2, 29), (2023, 2, 28), (1900, 2, 28), (2000, 2, 29),
+                                               (2023, 4, 30), (2023, 12, 31)])
+def test_days_in_month_agrees_with_the_calendar_module(year, month, days):
+    import calendar
+    assert days_in_month(year, month) == days == calendar.monthrange(year, month)[1]
+
+
+# ---------------------------------------------------------------- well-formed input outside the trained range
+@pytest.mark.parametrize("name, params, text, note", [
+    ("copy", {}, "2", RangeNote("length", 1, 3, 10)),
+    ("reverse", {}, "1 2 3 4 5 6 7 8 9 0 1 2", RangeNote("length", 12, 3, 10)),
+    ("sort", {"min_len": 5, "max_len": 8}, "3 1 4", RangeNote("length", 3, 5, 8)),
+    ("addition", {}, "536+36", RangeNote("digits", 3, 1, 2)),
+    ("addition", {"max_len": 3}, "1234+5", RangeNote("digits", 4, 1, 3)),
+    ("addition", {}, "05+3", RangeNote("leading_zero", 2, 1, 2)),
+    ("date", {}, "2150-01-01", RangeNote("year", 2150, 1900, 2099)),
+    ("date", {}, "1066-10-14", RangeNote("year", 1066, 1900, 2099)),
+])
+def test_outside_the_trained_range_is_answered_with_a_note(name, params, text, note):
+    task = make_task(name, **params)
+    tokens = task.tokenize(text)
+    assert task.solve(tokens) is not None  # well-formed: it has an answer
+    assert task.range_note(tokens) == note
+    en = i18n.t(f"train.outside_{note.what}", "en", **note.params())
+    zh = i18n.t(f"train.outside_{note.what}", "zh", **note.params())
+    assert f"{note.lo}–{note.hi}" in en and f"{note.lo}–{note.hi}" in zh
+
+
+@pytest.mark.parametrize("name, text", [("copy", "3 1 4"), ("reverse", "1 2 3 4 5 6 7 8 9 0"), ("addition", "99+0"),
+                                        ("addition", "0+7"), ("date", "1900-01-01"), ("date", "2099-12-31")])
+def test_inside_the_trained_range_has_no_note(name, text):
+    task = make_task(name)
+    assert task.range_note(task.tokenize(text)) is None

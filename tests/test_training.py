@@ -5,6 +5,7 @@ import math
 import subprocess
 import sys
 import zipfile
+from pathlib import Path
 
 import pytest
 import torch
@@ -336,3 +337,35 @@ def test_cli_module_entry_point_reports_bad_arguments():
     res = subprocess.run([sys.executable, "-m", "viz_core.train", "--task", "reverse", "--min-len", "9",
                           "--max-len", "3", "--max-steps", "1"], capture_output=True, text=True, timeout=120)
     assert res.returncode == 2 and "min_len" in res.stderr
+
+
+# ---------------------------------------------------------------- shipped checkpoints: input outside their range
+SHIPPED = Path(training.__file__).parent / "checkpoints"
+
+
+@pytest.mark.parametrize("task, text, what, lo, hi", [
+    ("copy", "2", "length", 3, 10),
+    ("reverse", "1 2 3 4 5 6 7 8 9 0 1 2", "length", 3, 10),
+    ("addition", "536+36", "digits", 1, 2),
+    ("date", "2150-06-01", "year", 1900, 2099),
+])
+def test_shipped_checkpoints_flag_input_outside_their_trained_range(task, text, what, lo, hi):
+    model = training.load_checkpoint(SHIPPED / task)
+    stored = json.loads((SHIPPED / task / "config.json").read_text())["task"]
+    assert (model.task.min_len, model.task.max_len) == (stored.get("min_len", 10), stored.get("max_len", 10))
+    trace = model.decode_trace(text)
+    assert [tok for tok in trace.out if tok != "<eos>"]  # it answers
+    assert (trace.outside.what, trace.outside.lo, trace.outside.hi) == (what, lo, hi)
+    assert model.decode_trace(model.task.example).outside is None
+
+
+@pytest.mark.parametrize("task, text, code", [("addition", "1+2+3", "train.add_format"),
+                                              ("date", "2023-02-30", "train.date_bad_day"),
+                                              ("date", "20240315", "train.date_format"),
+                                              ("copy", "1" * 40, "train.too_long")])
+def test_shipped_checkpoints_refuse_malformed_input(task, text, code):
+    model = training.load_checkpoint(SHIPPED / task)
+    for call in (model.decode_trace, model.translate, model.attention):
+        with pytest.raises(InputError) as info:
+            call(text)
+        assert info.value.code == code

@@ -25,6 +25,8 @@ _EXPORTS = {
     "load_model": "pretrained",
     "attention_for": "pretrained",
     "load_checkpoint": "training",
+    "ModelPolicy": "model_policy",
+    "thread_budget": "threads",
 }
 
 __all__ = sorted(_EXPORTS)

@@ -12,9 +12,10 @@ import numpy as np
 import torch
 from torch import nn
 
-from .blocks import EncoderBlock, few_threads, xavier_init_
+from .blocks import EncoderBlock, xavier_init_
 from .errors import InputError
 from .masks import causal_mask
+from .threads import thread_budget
 
 # ================================================================ toy tokenizer
 SPECIALS = ("<pad>", "<unk>", "<bos>", "<eos>")
@@ -192,7 +193,7 @@ class PathResult:
     n_params: int           # parameters of the tiny model (the tied output matrix counted once)
 
 
-@few_threads()
+@thread_budget(1)
 def next_token_path(text: str, cfg: TinyLMConfig, s: Sampling, sample_seed: int = 0) -> PathResult:
     """The whole path for one text: tokenizer, TinyLM trace, sampling. Shapes have no batch axis."""
     tok = ToyTokenizer(cfg.vocab_size)

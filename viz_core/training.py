@@ -12,12 +12,12 @@ import math
 import random
 import time
 from collections.abc import Iterator
-from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field, fields
 
 import copy
 import io
 import json
+import logging
 import zipfile
 from pathlib import Path
 
@@ -27,7 +27,8 @@ import torch.nn.functional as F
 
 from .errors import InputError
 from .model import ModelConfig, Seq2SeqTransformer, count_parameters
-from .tasks import BOS, EOS, PAD, Task, encode_batch, make_task, sample_batch
+from .threads import thread_budget
+from .tasks import BOS, EOS, PAD, RangeNote, Task, encode_batch, make_task, sample_batch
 
 MEMORY_LIMIT_BYTES = 1 << 30  # a training run may use at most about 1 GiB (the app is shared by many visitors)
 STOP_REASONS = ("target", "time", "steps", "stopped", "nan", "diverged")
@@ -42,19 +43,6 @@ def pick_device(force_cpu: bool = False) -> torch.device:
     if not force_cpu and mps is not None and mps.is_available():
         return torch.device("mps")
     return torch.device("cpu")
-
-
-@contextmanager
-def cpu_threads(n: int | None):
-    """Run the block with n torch CPU threads (None: unchanged), then restore the previous setting."""
-    before = torch.get_num_threads()
-    if n and n != before:
-        torch.set_num_threads(n)
-    try:
-        yield
-    finally:
-        if n and n != before:
-            torch.set_num_threads(before)
 
 
 # ---------------------------------------------------------------- configuration
@@ -252,13 +240,13 @@ class Trainer:
             self._snapshot()
         window: list[tuple[float, float]] = []
         while not self.done:
-            with cpu_threads(self.train_cfg.threads if self.device.type == "cpu" else None):
+            with thread_budget(self.train_cfg.threads if self.device.type == "cpu" else None):
                 loss, acc = self._train_step()
             window.append((loss, acc))
             self.reason = self._check_stop(loss)
             evaluated = self.step % self.train_cfg.eval_every == 0 or self.done
             if evaluated and self.reason not in ("nan", "diverged"):
-                with cpu_threads(self.train_cfg.threads if self.device.type == "cpu" else None):
+                with thread_budget(self.train_cfg.threads if self.device.type == "cpu" else None):
                     self._evaluate()
                 if self._reached_target() and self.reason is None:
                     self.reason = "target"
@@ -365,6 +353,7 @@ class DecodeTrace:
     out: list[str]           # emitted tokens, <eos> included when emitted
     probs: np.ndarray        # (T, V) next-token distribution at each step
     vocab: list[str]         # target vocabulary (column labels of probs)
+    outside: RangeNote | None = None  # set when the input is well-formed but outside the trained range
 
 
 @dataclass
@@ -414,13 +403,18 @@ class Translator:
 
     @torch.inference_mode()
     def decode_trace(self, text: str) -> DecodeTrace:
-        """Greedy decoding of text with the next-token probabilities p(y_t | y_<t, x) of every step."""
+        """Greedy decoding of text with the next-token probabilities p(y_t | y_<t, x) of every step.
+
+        Malformed input raises InputError; well-formed input outside the trained range (longer than max_len,
+        more digits, another century) is decoded and flagged in trace.outside: length generalisation is a lesson
+        to show, not to hide."""
         src = self.task.tokenize(text)
         ids, probs = greedy_decode(self.model, self._src_tensor(src), self._max_out(), return_probs=True)
         out = [self.task.tgt_vocab.itos[i] for i in ids[0].tolist()]
         if "<eos>" in out:
             out = out[: out.index("<eos>") + 1]
-        return DecodeTrace(src, out, probs[0, : len(out)].numpy(), list(self.task.tgt_vocab.itos))
+        return DecodeTrace(src, out, probs[0, : len(out)].numpy(), list(self.task.tgt_vocab.itos),
+                           self.task.range_note(src))
 
     @torch.inference_mode()
     def attention(self, text: str, output: list[str] | None = None) -> AttentionMaps:
@@ -569,8 +563,9 @@ def _task_and_model(config: dict) -> tuple[Task, ModelConfig]:
         model_cfg = ModelConfig.from_dict(config["model"])
     except InputError:
         raise
-    except (TypeError, ValueError) as exc:
-        raise _bad_config(str(exc)[:200]) from None
+    except (TypeError, ValueError) as exc:  # the library's text stays in the log: it is English and internal
+        logging.getLogger(__name__).info("checkpoint config refused: %s", exc)
+        raise _bad_config("'task' or 'model' holds settings this app does not know") from None
     vocab = config["vocab"]
     if vocab.get("src") != task.src_vocab.itos or vocab.get("tgt") != task.tgt_vocab.itos:
         raise _mismatch(f"its vocabulary is not the one of task {task.name!r}")

@@ -1,7 +1,9 @@
-"""Shared page helpers: language, translated strings, widgets whose state lives in the URL, figures, downloads,
-errors. The ONLY place (with its sibling modules pages/_ui/*.py) that wraps viz_core in st.cache_* calls.
+"""Shared page helpers: language, translated strings, widgets whose state holds, figures, downloads, errors. The ONLY
+place (with its sibling modules app_pages/_ui/*.py) that wraps viz_core in st.cache_* calls.
 
-Pages call `ui.setup("attention")` first; it remembers the page's namespace for widget keys and URL params.
+Pages call `ui.setup("attention")` first. Every control a person sets goes through the widget helpers below: their
+values are stable ids (never translated labels), kept for the whole session, written to the address, and restored by
+Back / Forward and shared links (see state.py for how).
 """
 from __future__ import annotations
 
@@ -14,10 +16,12 @@ import streamlit as st
 from streamlit.runtime.scriptrunner import get_script_run_ctx
 
 from viz_core import i18n
-from viz_core.errors import InputError
+from viz_core.errors import InputError, report_unexpected
 from viz_core.plots.common import PLOTLY_CONFIG
 
-LANG_KEY = "lang"
+from . import state
+
+LANG_KEY = state.LANG
 
 
 # ---------------------------------------------------------------- language
@@ -41,104 +45,158 @@ def t(key: str, **kwargs) -> str:
 
 
 def setup(namespace: str) -> None:
-    """Start a page: remember its namespace, draw its title and one-line summary from locales/<namespace>.json."""
-    st.session_state["_page_ns"] = namespace
+    """Start a page: its state (see state.py: from the address on a first visit or Back / Forward, else the
+    session's store), then its title and one-line summary from locales/<namespace>.json."""
+    state.begin(namespace)
     st.title(t(f"{namespace}.title"))
     st.caption(t(f"{namespace}.subtitle"))
 
 
-# ---------------------------------------------------------------- URL-backed widget state
-def _key(param: str) -> str:
-    return f"{st.session_state.get('_page_ns', 'page')}.{param}"
-
-
-def _initial(param: str, default: Any, parse: Callable[[str], Any], valid: Callable[[Any], bool]) -> str:
-    """Seed the widget's session state from ?param= once (falling back to default if absent or invalid)."""
-    key = _key(param)
-    if key not in st.session_state:
-        value = default
-        raw = st.query_params.get(param)
-        if raw is not None:
-            try:
-                parsed = parse(raw)
-                value = parsed if valid(parsed) else default
-            except (TypeError, ValueError):
-                value = default
-        st.session_state[key] = value
-    elif not valid(st.session_state[key]):
-        st.session_state[key] = default
-    return key
-
-
-def _publish(param: str, value: Any) -> None:
-    text = ("1" if value else "0") if isinstance(value, bool) else str(value)
-    if st.query_params.get(param) != text:
-        st.query_params[param] = text
+# ---------------------------------------------------------------- widgets whose state holds (see state.py)
+def _options_widget(draw: Callable, label: str, options: Sequence, param: str, default: Any,
+                    format_func: Callable, container, **kw):
+    """An option widget (selectbox, radio, segmented control, select slider) over stable ids, keyed per language."""
+    options = list(options)
+    default = options[0] if default is None and options else default
+    by_text = {state.to_text(o): o for o in options}
+    key = state.bind(param, default, by_text.__getitem__, lambda v: v in options, lang=lang())
+    value = draw(container)(label, options, key=key, format_func=format_func, **kw)
+    state.commit(param, value, default)
+    return value
 
 
 def selectbox(label: str, options: Sequence, param: str, default: Any = None,
               format_func: Callable = str, container=st, **kw):
-    """st.selectbox whose value is restored from and written to ?param=."""
-    options = list(options)
-    default = options[0] if default is None and options else default
-    by_text = {str(o): o for o in options}
-    key = _initial(param, default, lambda raw: by_text[raw] if raw in by_text else None, lambda v: v in options)
-    value = container.selectbox(label, options, key=key, format_func=format_func, **kw)
-    _publish(param, value)
-    return value
+    """st.selectbox over stable ids whose value holds (session, language switch, address)."""
+    return _options_widget(lambda c: c.selectbox, label, options, param, default, format_func, container, **kw)
 
 
 def radio(label: str, options: Sequence, param: str, default: Any = None,
           format_func: Callable = str, container=st, horizontal: bool = True, **kw):
-    """st.radio backed by ?param= (see selectbox)."""
+    """st.radio over stable ids (see selectbox)."""
+    return _options_widget(lambda c: c.radio, label, options, param, default, format_func, container,
+                           horizontal=horizontal, **kw)
+
+
+def segmented(label: str, options: Sequence, param: str, default: Any = None,
+              format_func: Callable = str, container=st, **kw):
+    """st.segmented_control with exactly one choice always selected (see selectbox)."""
+    return _options_widget(lambda c: lambda lab, opts, **k: c.segmented_control(
+        lab, opts, selection_mode="single", required=True, **k), label, options, param, default, format_func,
+        container, **kw)
+
+
+def select_slider(label: str, options: Sequence, param: str, default: Any = None,
+                  format_func: Callable = str, container=st, **kw):
+    """st.select_slider over a list of allowed values (e.g. a log scale) (see selectbox)."""
+    return _options_widget(lambda c: lambda lab, opts, **k: c.select_slider(lab, options=opts, **k),
+                           label, options, param, default, format_func, container, **kw)
+
+
+def multiselect(label: str, options: Sequence, param: str, default: Sequence = (),
+                format_func: Callable = str, container=st, **kw) -> list:
+    """st.multiselect over stable ids; the address holds them comma-separated."""
     options = list(options)
-    default = options[0] if default is None and options else default
-    by_text = {str(o): o for o in options}
-    key = _initial(param, default, lambda raw: by_text.get(raw), lambda v: v in options)
-    value = container.radio(label, options, key=key, format_func=format_func, horizontal=horizontal, **kw)
-    _publish(param, value)
+    by_text = {state.to_text(o): o for o in options}
+    default = [o for o in default if o in options]
+
+    def parse(raw: str) -> list:
+        return [by_text[x] for x in raw.split(",") if x] if raw else []
+
+    key = state.bind(param, default, parse, lambda v: isinstance(v, list) and all(x in options for x in v),
+                     lang=lang())
+    value = container.multiselect(label, options, key=key, format_func=format_func, **kw)
+    state.commit(param, value, default)
     return value
 
 
+def tabs(options: Sequence, param: str, format_func: Callable, default: Any = None) -> tuple[Any, dict]:
+    """st.tabs whose open tab is a stable id that holds; returns (open id, {id: container}).
+
+    The tabs rerun the page when switched, so a page draws only the open tab (the others stay empty until opened).
+    """
+    options = list(options)
+    default = options[0] if default is None else default
+    labels = {o: format_func(o) for o in options}
+    by_label = {v: k for k, v in labels.items()}
+    by_text = {state.to_text(o): o for o in options}
+    key = state.bind(param, default, by_text.__getitem__, lambda v: v in options, lang=lang(),
+                     to_widget=labels.__getitem__, from_widget=by_label.__getitem__)
+    containers = st.tabs([labels[o] for o in options], key=key, on_change="rerun", default=labels[default])
+    chosen = by_label.get(st.session_state.get(key), default)
+    state.commit(param, chosen, default)
+    return chosen, dict(zip(options, containers))
+
+
 def slider(label: str, min_value, max_value, param: str, default, step=None, container=st, **kw):
-    """st.slider backed by ?param=; a URL value outside [min, max] falls back to the default."""
+    """st.slider whose value holds; a value outside [min, max] (the range moved with another control) is clamped."""
     cast = float if isinstance(default, float) else int
-    key = _key(param)
-    if isinstance(st.session_state.get(key), (int, float)):  # the range moved (it depends on another widget): clamp
-        st.session_state[key] = min(max(st.session_state[key], min_value), max_value)
-    key = _initial(param, default, cast, lambda v: isinstance(v, (int, float)) and min_value <= v <= max_value)
+    current = state.stored(param)
+    if isinstance(current, (int, float)) and not isinstance(current, bool):
+        clamped = min(max(current, min_value), max_value)
+        if clamped != current:
+            state.set_value(param, cast(clamped))
+    key = state.bind(param, default, cast, lambda v: isinstance(v, (int, float)) and min_value <= v <= max_value)
+    # a slider's identity includes its range: a new range is a new widget, which starts at its minimum unless
+    # its value is re-stated through the session state
+    st.session_state[key] = st.session_state[key]
     value = container.slider(label, min_value, max_value, key=key, step=step, **kw)
-    _publish(param, value)
+    state.commit(param, value, default)
     return value
 
 
 def number(label: str, min_value, max_value, param: str, default, step=None, container=st, **kw):
-    """st.number_input backed by ?param=; bounded by min/max."""
+    """st.number_input whose value holds; bounded by min/max."""
     cast = float if isinstance(default, float) else int
-    key = _initial(param, default, cast, lambda v: isinstance(v, (int, float)) and min_value <= v <= max_value)
+    key = state.bind(param, default, cast, lambda v: isinstance(v, (int, float)) and min_value <= v <= max_value)
     value = container.number_input(label, min_value, max_value, key=key, step=step, **kw)
-    _publish(param, value)
+    state.commit(param, value, default)
     return value
 
 
 def checkbox(label: str, param: str, default: bool = False, container=st, toggle: bool = False, **kw) -> bool:
-    """st.checkbox (or st.toggle) backed by ?param= as 1/0."""
-    key = _initial(param, default, lambda raw: raw in ("1", "true", "True"), lambda v: isinstance(v, bool))
+    """st.checkbox (or st.toggle) whose value holds; the address says 1/0."""
+    key = state.bind(param, default, lambda raw: raw in ("1", "true", "True"), lambda v: isinstance(v, bool))
     widget = container.toggle if toggle else container.checkbox
     value = widget(label, key=key, **kw)
-    _publish(param, value)
+    state.commit(param, value, default)
     return value
 
 
 def text(label: str, param: str, default: str = "", area: bool = False, max_chars: int | None = None,
          container=st, **kw) -> str:
-    """st.text_input / st.text_area backed by ?param=. Returns the raw text: validate it in viz_core."""
+    """st.text_input / st.text_area whose text holds. Returns the raw text: validate it in viz_core."""
     limit = max_chars or 100_000
-    key = _initial(param, default, str, lambda v: isinstance(v, str) and len(v) <= limit)
+    key = state.bind(param, default, str, lambda v: isinstance(v, str) and len(v) <= limit)
     widget = container.text_area if area else container.text_input
     value = widget(label, key=key, max_chars=max_chars, **kw)
-    _publish(param, value)
+    state.commit(param, value, default)
     return value
+
+
+def value(param: str, default: Any, parse: Callable[[str], Any] = str,
+          valid: Callable[[Any], bool] = lambda v: True) -> Any:
+    """A page value that is not a widget (e.g. an edited matrix): from the store, else the address, else default."""
+    values = state._table(state.STORE, state.page())
+    if param not in values or not valid(values[param]):
+        values[param] = state._from_text(state._table(state.ADDRESS, state.page()).get(param), default, parse,
+                                         valid)
+    return values[param]
+
+
+def set_value(param: str, new, default: Any) -> None:
+    """Record a non-widget page value (see value())."""
+    state.commit(param, new, default)
+
+
+def set_state(param: str, new: Any) -> None:
+    """Set a control's value from a callback (e.g. a chart click), before the widget is drawn again."""
+    state.set_value(param, new)
+
+
+def stored(param: str, default: Any = None) -> Any:
+    """A control's current value, also inside a callback (its fresh value)."""
+    return state.stored(param, default)
 
 
 # ---------------------------------------------------------------- output
@@ -152,14 +210,16 @@ def latex(formula: str) -> None:
 
 
 def show_error(exc: Exception) -> None:
-    """A translated, friendly message for bad input; any other exception is reported without a traceback."""
+    """A translated, friendly message for bad input. Anything else (or an InputError without a translation) shows
+    a generic translated message with a short error id; the traceback goes to the server's log under that id.
+    Never str(exc): it can hold server paths and library messages."""
     if isinstance(exc, InputError):
         try:
             st.error(t(exc.code, **exc.params))
             return
-        except KeyError:
+        except (KeyError, IndexError, ValueError):  # no such key, or its placeholders do not match the params
             pass
-    st.error(t("common.unexpected_error", error=str(exc)[:300]))
+    st.error(t("common.unexpected_error", error_id=report_unexpected(exc, state.page())))
 
 
 def npz_bytes(**arrays) -> bytes:
@@ -172,7 +232,3 @@ def npz_bytes(**arrays) -> bytes:
 def download(label: str, data: bytes | str, file_name: str, mime: str, key: str | None = None) -> None:
     st.download_button(label, data=data, file_name=file_name, mime=mime, key=key, on_click="ignore")
 
-
-def set_state(param: str, value: Any) -> None:
-    """Set a ui.* widget's value from a callback (e.g. a chart click), before the widget is drawn again."""
-    st.session_state[_key(param)] = value

@@ -1,6 +1,7 @@
 """Cached access to pretrained models, shared by every session (read-only: eval mode, inference only)."""
 from __future__ import annotations
 
+import os
 import threading
 from collections import OrderedDict
 
@@ -8,12 +9,33 @@ import numpy as np
 import streamlit as st
 
 from viz_core import pretrained
+from viz_core.model_policy import ModelPolicy
+
+
+def policy() -> ModelPolicy:
+    """The operator's model policy: environment variables over the [models] table of .streamlit/secrets.toml."""
+    return ModelPolicy.from_settings(os.environ, _secrets_table("models"))
+
+
+def _secrets_table(name: str) -> dict:
+    try:
+        if not st.secrets.load_if_toml_exists():  # no secrets.toml: nothing to read (and no warning)
+            return {}
+        table = st.secrets.get(name)
+    except Exception:  # noqa: BLE001 - an unreadable secrets.toml means "no settings": the safe defaults apply
+        return {}
+    return dict(table) if hasattr(table, "keys") else {}
+
+
+def model(name: str = "") -> pretrained.LoadedModel:
+    """The loaded model for a hub id / folder ("" = the packaged all-MiniLM-L6-v2), as the policy allows.
+    Raises InputError."""
+    return _model(name, policy() if name else ModelPolicy())
 
 
 @st.cache_resource(show_spinner=False, max_entries=3)
-def model(name: str = "") -> pretrained.LoadedModel:
-    """The loaded model for a hub id / folder ("" = the packaged all-MiniLM-L6-v2). Raises InputError."""
-    return pretrained.load_model(name or None)
+def _model(name: str, model_policy: ModelPolicy) -> pretrained.LoadedModel:
+    return pretrained.load_model(name or None, policy=model_policy)
 
 
 def default_model() -> pretrained.LoadedModel:

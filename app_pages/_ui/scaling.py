@@ -1,41 +1,13 @@
-"""Scaling page: cached viz_core calls and two URL-backed widgets the shared helpers do not have."""
+"""Scaling page: cached viz_core calls."""
 from __future__ import annotations
-
-from collections.abc import Callable, Sequence
-from typing import Any
 
 import numpy as np
 import streamlit as st
 
-from app_pages import _ui as ui
 from app_pages._ui import models
 from viz_core import scaling
 
 N_SAMPLES = 10_000  # q.k samples per d_k (the API default)
-
-
-# ---------------------------------------------------------------- widgets whose value lives in the URL
-def select_slider(label: str, options: Sequence, param: str, default: Any, format_func: Callable = str,
-                  container=st, **kw):
-    """st.select_slider backed by ?param= (a log-scale slider: the options are the allowed values)."""
-    options = list(options)
-    by_text = {str(o): o for o in options}
-    key = ui._initial(param, default, lambda raw: by_text.get(raw), lambda v: v in options)
-    value = container.select_slider(label, options=options, key=key, format_func=format_func, **kw)
-    ui._publish(param, value)
-    return value
-
-
-def segmented(label: str, options: Sequence, param: str, default: Any, format_func: Callable = str,
-              container=st, **kw):
-    """st.segmented_control (one choice always selected) backed by ?param=."""
-    options = list(options)
-    by_text = {str(o): o for o in options}
-    key = ui._initial(param, default, lambda raw: by_text.get(raw), lambda v: v in options)
-    value = container.segmented_control(label, options, key=key, format_func=format_func, required=True,
-                                        selection_mode="single", **kw)
-    ui._publish(param, value)
-    return value
 
 
 # ---------------------------------------------------------------- cached computations

@@ -1,11 +1,9 @@
 """Helpers of the Train page: shipped checkpoints (shared, read-only cache), the user's own models and training jobs
-(st.session_state, never a shared cache), and the loop that trains while drawing live progress."""
+(st.session_state, never a shared cache), and training jobs, which run in their own thread (viz_core.jobs) so that no click can interrupt or corrupt them."""
 from __future__ import annotations
 
-import itertools
-import time
-from collections.abc import Callable
-from dataclasses import dataclass, field
+from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 
 import streamlit as st
@@ -15,17 +13,10 @@ from viz_core.model import ModelConfig
 from viz_core.tasks import Task
 from viz_core.training import Trainer, TrainConfig, Translator, load_checkpoint
 
+from . import jobs
+
 CHECKPOINTS = Path(__file__).resolve().parents[2] / "viz_core" / "checkpoints"
-MODELS_KEY, JOB_KEY, COMPARE_KEY = "train.models", "train.job", "train.compare_runs"
-DRAW_EVERY_S = 0.5  # redraw live progress at most this often
-_LIVE_KEYS = itertools.count()
-
-
-def live_key() -> str:
-    """A fresh element key for a chart redrawn in the same placeholder during one script run."""
-    return f"train.live_{next(_LIVE_KEYS)}"
-
-
+MODELS_KEY, COMPARE_KEY, RESULT_KEY = "train.models", "train.compare_runs", "train.result"
 @st.cache_resource(show_spinner=False)
 def shipped(task_name: str) -> Translator | None:
     """The shipped checkpoint of a task (read-only, shared by every session), or None when there is none."""
@@ -58,63 +49,67 @@ def forget_model(task_name: str) -> None:
     user_models().pop(task_name, None)
 
 
-# ---------------------------------------------------------------- training jobs
+# ---------------------------------------------------------------- training jobs (viz_core.jobs, in their own thread)
+JOB = "train"  # this session's training job (app_pages/_ui/jobs.py)
+
+
 @dataclass
-class Job:
-    """One or more training runs done one after the other (one for 'train', several for 'compare')."""
-    kind: str                               # "train" or "compare"
+class TrainRuns:
+    """One or more training runs done one after the other (one for 'train', several for 'compare').
+
+    Only the job's thread touches the trainers until the job is done; the page reads their counters to draw."""
+    kind: str                               # "train" or "compare:<what>"
     task_name: str
     runs: list[tuple[str, Trainer]]         # (label, trainer)
-    started: float = field(default_factory=time.time)
+    stopped: bool = False
 
-    @property
-    def done(self) -> bool:
-        return all(t.done for _, t in self.runs)
-
-    def active(self) -> tuple[int, Trainer] | None:
-        for i, (_, t) in enumerate(self.runs):
-            if not t.done:
-                return i, t
-        return None
+    def work(self) -> Iterator:
+        for _, trainer in self.runs:
+            if self.stopped:
+                trainer.reason = trainer.reason or "stopped"  # never started: abandoned
+                continue
+            yield from trainer.run()
 
     def stop(self) -> None:
-        for _, t in self.runs:
-            t.request_stop()
-        for _, t in self.runs:
-            if t.step == 0:  # runs never started are abandoned
-                t.reason = "stopped"
+        self.stopped = True
+        for _, trainer in self.runs:
+            trainer.request_stop()
+
+    def active(self) -> int:
+        """Index of the run in progress (the last one once all are done)."""
+        return next((i for i, (_, tr) in enumerate(self.runs) if not tr.done), len(self.runs) - 1)
 
 
-def job() -> Job | None:
-    return st.session_state.get(JOB_KEY)
+def train_runs(job) -> TrainRuns:
+    return job.info["runs"]
+
+
+def job():
+    """This session's training job (running or finished but not yet collected), or None."""
+    return jobs.get(JOB)
+
+
+def running() -> bool:
+    return jobs.running(JOB)
 
 
 def start_job(kind: str, task: Task, runs: list[tuple[str, ModelConfig, TrainConfig]]) -> None:
-    """Create the trainers (fast) and store the job; the page's end-of-script loop does the training."""
-    st.session_state[JOB_KEY] = Job(kind, task.name, [(label, Trainer(task, m, t)) for label, m, t in runs])
+    """Button callback: create the trainers with the settings of this moment (frozen for the run) and start the
+    job in its own thread. A second press while a job runs does nothing."""
+    if running():
+        return
+    st.session_state.pop(RESULT_KEY, None)
+    tr = TrainRuns(kind, task.name, [(label, Trainer(task, m, t)) for label, m, t in runs])
+    jobs.start(JOB, tr.work(), on_stop=tr.stop, runs=tr)
 
 
 def stop_job() -> None:
-    j = job()
-    if j is not None:
-        j.stop()
+    jobs.stop(JOB)
 
 
-def clear_job() -> None:
-    st.session_state.pop(JOB_KEY, None)
-
-
-def run_job(j: Job, draw: Callable[[Job, bool], None]) -> None:
-    """Train the job's runs, calling draw(job, final) at most every DRAW_EVERY_S. A rerun (any click) interrupts
-    this loop between two steps; the job stays in session_state and the next script run continues it."""
-    last = 0.0
-    while (current := j.active()) is not None:
-        _, trainer = current
-        for _ in trainer.run():
-            if time.perf_counter() - last > DRAW_EVERY_S:
-                draw(j, False)
-                last = time.perf_counter()
-    draw(j, True)
+def collect_finished():
+    """The finished job, taken out of the session (its result is then kept by the page), or None."""
+    return jobs.pop(JOB)
 
 
 def compare_runs() -> dict:

@@ -20,6 +20,7 @@ CHROMIUM = os.environ.get("CHROMIUM_PATH", "/usr/bin/chromium")
 CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
                  "--disable-sync", "--disable-quic", "--no-first-run", "--disable-dev-shm-usage"]
 DONE = "[data-testid='stApp'][data-test-script-state='notRunning']"
+SERVER: dict = {}  # "pid" of the Streamlit server of this test session (for tests that watch its CPU use)
 
 
 def _unavailable(reason: str):
@@ -42,6 +43,7 @@ def server_url():
         [sys.executable, "-m", "streamlit", "run", "app.py", "--server.headless", "true", "--server.port", str(port),
          "--server.address", "127.0.0.1"], cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.STDOUT)
     url = f"http://127.0.0.1:{port}"
+    SERVER["pid"] = proc.pid
     try:
         for _ in range(120):
             try:
@@ -118,3 +120,68 @@ def assert_no_exception(page) -> None:
     assert page.locator("[data-testid='stException']").count() == 0, page.locator(
         "[data-testid='stException']").first.inner_text()
     assert page.get_by_text("Page not found").count() == 0, "the URL did not match a page"
+
+
+# ---------------------------------------------------------------- acting like a person (labels, not keys)
+def choose(page, label: str, option: str) -> None:
+    """Open the dropdown named `label` and click `option`."""
+    page.get_by_role("combobox", name=label, exact=True).click()
+    page.get_by_role("option", name=option, exact=True).click()
+    wait_done(page)
+
+
+def chosen(page, label: str) -> str:
+    return page.get_by_role("combobox", name=label, exact=True).input_value()
+
+
+def pick(page, group: str, option: str) -> None:
+    """Click `option` in the radio group (or segmented control) named `group`."""
+    page.get_by_role("radiogroup", name=group, exact=True).get_by_text(option, exact=True).click()
+    wait_done(page)
+
+
+def picked(page, group: str) -> str:
+    return page.get_by_role("radiogroup", name=group, exact=True).locator("[data-selected='true']").first.inner_text()
+
+
+def type_text(page, label: str, text: str) -> None:
+    """Replace the text of the text box named `label` and commit it (Ctrl+Enter, as the box's hint says)."""
+    box = page.get_by_label(label, exact=True)
+    box.fill(text)
+    box.press("Control+Enter")
+    wait_done(page)
+
+
+def typed(page, label: str) -> str:
+    return page.get_by_label(label, exact=True).input_value()
+
+
+def open_tab(page, label: str) -> None:
+    page.get_by_role("tab", name=label, exact=True).click()
+    wait_done(page)
+
+
+def the_open_tab(page) -> str:
+    return page.locator("[role='tab'][aria-selected='true']").first.inner_text()
+
+
+def tick(page, label: str) -> None:
+    """Click the checkbox named `label` (its visible label: the input itself is hidden)."""
+    page.locator("[data-testid='stCheckbox'] label").filter(
+        has=page.get_by_text(label, exact=True)).first.click()
+    wait_done(page)
+
+
+def ticked(page, label: str) -> bool:
+    return page.get_by_role("checkbox", name=label, exact=True).is_checked()
+
+
+def switch_language(page, lang: str) -> None:
+    pick(page, "Language / 语言", {"en": "English", "zh": "中文"}[lang])
+
+
+def go_to(page, title: str) -> None:
+    """Click a page's link in the sidebar."""
+    page.locator("[data-testid='stSidebar'] [data-testid='stPageLink-NavLink']").filter(
+        has_text=title).first.click()
+    wait_done(page)

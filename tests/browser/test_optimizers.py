@@ -60,6 +60,36 @@ def test_click_sets_start(open_page):
     screenshot(page, "optimizers-click")
 
 
+def _click_contour(page, fx: float, fy: float) -> float:
+    drag = page.locator("[data-testid='stPlotlyChart']").first.locator(".nsewdrag").first
+    drag.wait_for(timeout=60_000)
+    box = drag.bounding_box()
+    page.mouse.move(box["x"] + box["width"] * fx, box["y"] + box["height"] * fy, steps=4)
+    page.mouse.click(box["x"] + box["width"] * fx, box["y"] + box["height"] * fy)
+    page.wait_for_timeout(500)
+    wait_done(page)
+    return _number(page, "Start x")
+
+
+def test_click_sets_start_after_play_and_after_scrubbing(open_page):
+    """Play and the step slider animate the figure; a click on the contour must still set the start."""
+    page = open_page("/optimizers?lang=en&surface=bowl&x0=-4.5&y0=2.0")
+    chart = page.locator("[data-testid='stPlotlyChart']").first
+    chart.locator(".slider-container").wait_for(timeout=60_000)
+    chart.locator(".updatemenu-button").first.click()                  # Play
+    page.wait_for_timeout(4500)
+    after_play = _click_contour(page, 0.8, 0.8)
+    assert after_play > 0, after_play
+    chart = page.locator("[data-testid='stPlotlyChart']").first
+    chart.locator(".slider-container").wait_for(timeout=60_000)
+    rail = chart.locator(".slider-rail-rect").first.bounding_box()     # scrub the step slider to a third
+    page.mouse.click(rail["x"] + rail["width"] / 3, rail["y"] + rail["height"] / 2)
+    page.wait_for_timeout(800)
+    after_scrub = _click_contour(page, 0.2, 0.3)
+    assert after_scrub < 0 and after_scrub != after_play, (after_play, after_scrub)
+    assert_no_exception(page)
+
+
 @pytest.mark.parametrize("lang", ["en", "zh"])
 def test_tabs_and_divergence(open_page, lang):
     page = open_page(f"/optimizers?lang={lang}&surface=rosenbrock&lr=0.01&steps=200&sched=warmup&r_adamw=1")
@@ -69,11 +99,11 @@ def test_tabs_and_divergence(open_page, lang):
     assert _chart_shots(page, f"optimizers-race-{lang}", 3) == 3            # race, loss, distance
     tabs = page.get_by_role("tab")
     tabs.nth(1).click()
-    page.wait_for_timeout(1500)
+    wait_done(page)
     screenshot(page, f"optimizers-inside-{lang}")
     assert _chart_shots(page, f"optimizers-inside-{lang}", 2) == 2          # step sizes, one optimizer's state
     tabs.nth(2).click()
-    page.wait_for_timeout(1500)
+    wait_done(page)
     assert_no_exception(page)
     screenshot(page, f"optimizers-schedules-{lang}")
     assert _chart_shots(page, f"optimizers-schedules-{lang}", 2) == 2       # the schedules, the paper's curve

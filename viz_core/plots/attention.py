@@ -107,9 +107,14 @@ def stats_map(values: np.ndarray, *, title: str, value_name: str, layer_label: s
                          value_name=value_name, zmin=float(np.nanmin(values)), zmax=float(np.nanmax(values)) or 1.0,
                          colorscale="Viridis", value_format=value_format, height=120 + 48 * n_layers)
     ll, hh = np.meshgrid(np.arange(n_layers), np.arange(n_heads), indexing="ij")
-    fig.add_trace(go.Scatter(x=hh.ravel(), y=ll.ravel(), mode="markers", showlegend=False, hoverinfo="skip",
-                             customdata=np.stack([ll.ravel(), hh.ravel()], axis=-1),
-                             marker=dict(symbol="square", size=28, opacity=0.0)))
+    # the markers carry the hover (a point that cannot be hovered cannot be clicked either); the heatmap's is off
+    fig.update_traces(hoverinfo="skip", hovertemplate=None, selector=dict(type="heatmap"))
+    fig.add_trace(go.Scatter(
+        x=hh.ravel(), y=ll.ravel(), mode="markers", showlegend=False,
+        customdata=np.stack([ll.ravel(), hh.ravel(), values.ravel()], axis=-1),
+        hovertemplate=f"{layer_label} %{{customdata[0]}} · {head_label} %{{customdata[1]}}<br>{value_name}: "
+                      f"%{{customdata[2]:{value_format}}}<extra></extra>",
+        marker=dict(symbol="square", size=28, opacity=0.0)))
     if selected is not None:
         fig.add_shape(type="rect", x0=selected[1] - 0.5, x1=selected[1] + 0.5, y0=selected[0] - 0.5,
                       y1=selected[0] + 0.5, line=dict(color="#e4572e", width=3))

@@ -169,9 +169,11 @@ def race_figure(grid, hover_grid, trajs: Sequence, names: Mapping[str, str], lab
         for trace in _fit_traces(trajs, names, n_max, fit[0]):
             fig.add_trace(trace, row=1, col=2)
     steps = frame_steps(n_max, n_frames)
-    moving = list(range(n_static, len(fig.data)))
-    _set_frames(fig, [go.Frame(data=_frame_xy(trajs, int(s), fit), traces=moving, name=str(int(s)), _validate=False)
-                      for s in steps])
+    # every trace is in every frame, the static ones unchanged ({}): plotly recomputes all traces when it animates
+    # but re-plots only those of the frame, and a click on a trace left un-plotted fails (no start point after Play)
+    unchanged = [{} for _ in range(n_static)]
+    _set_frames(fig, [go.Frame(data=unchanged + _frame_xy(trajs, int(s), fit), traces=list(range(len(fig.data))),
+                               name=str(int(s)), _validate=False) for s in steps])
     _animation_controls(fig, steps, labels, frame_ms)
     _race_axes(fig, x_range, y_range, labels, fit)
     top = 100 if fit is not None else 60      # room for the subplot titles under the legend

@@ -1,0 +1,160 @@
+"""Page state that holds: every control's value survives reruns, page switches, language switches, Back / Forward,
+reloads and shared links.
+
+Three facts of Streamlit shape this module:
+- Streamlit forgets the state of a widget it did not draw in a run (a page switch draws none of the old page's), so
+  values live in a session-wide *store*, keyed by page and parameter, that is not widget state.
+- An option widget's value comes back from the browser as its displayed label, so after a language switch an
+  English label would not match the Chinese options. Option widgets are therefore keyed per language (a new widget
+  after a switch, seeded from the store), and the store only ever holds stable ids, never labels.
+- Every change of the address pushes one browser-history entry, so the address is written once per script run, only
+  when it differs, and holds only non-default values (a first visit writes nothing). Sidebar links carry each page's
+  address, so a page switch is one entry too.
+
+The address (the query string) of a page is the text form of its non-default values. It is read when a page opens for
+the first time in a session (a shared link, a reload), and on Back / Forward (the address is then the truth: a missing
+parameter means its default); otherwise the store is the truth and the address follows it.
+"""
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import streamlit as st
+from streamlit.runtime.scriptrunner import get_script_run_ctx
+
+STORE = "_ui.store"      # {page: {param: value}}: typed values of the params seen so far
+ADDRESS = "_ui.address"  # {page: {param: text}}: the non-default values, as the page's address carries them
+PAGE = "_ui.page"        # the page of the current (or last) full script run
+LANG = "lang"            # the language parameter (sidebar radio key and address parameter)
+DEFAULT_LANG = "en"
+
+
+def page() -> str:
+    return st.session_state.get(PAGE, "page")
+
+
+def _table(name: str, ns: str) -> dict:
+    return st.session_state.setdefault(name, {}).setdefault(ns, {})
+
+
+def is_history_navigation() -> bool:
+    ctx = get_script_run_ctx()
+    return bool(ctx is not None and getattr(ctx, "is_history_navigation", False))
+
+
+def in_fragment_run() -> bool:
+    ctx = get_script_run_ctx()
+    return bool(ctx is not None and getattr(ctx, "fragment_ids_this_run", None))
+
+
+def begin(ns: str) -> None:
+    """Start a page's full run: on its first visit in this session or on Back / Forward, the address is the truth."""
+    st.session_state[PAGE] = ns
+    visited = ns in st.session_state.setdefault(STORE, {})
+    if not visited or is_history_navigation():
+        st.session_state[STORE][ns] = {}
+        st.session_state.setdefault(ADDRESS, {})[ns] = {
+            k: v for k, v in st.query_params.to_dict().items() if k != LANG}
+
+
+def widget_key(param: str, lang: str | None = None) -> str:
+    """The widget key of a parameter: '<page>.<param>', plus '.<lang>' for option widgets (see the module doc)."""
+    return f"{page()}.{param}" + (f".{lang}" if lang else "")
+
+
+def bind(param: str, default: Any, parse: Callable[[str], Any], valid: Callable[[Any], bool],
+         lang: str | None = None, to_widget: Callable[[Any], Any] | None = None,
+         from_widget: Callable[[Any], Any] | None = None) -> str:
+    """Seed the widget of `param` before it is drawn; return its key.
+
+    A parameter seen for the first time (this session, or since Back / Forward) takes its value from the address,
+    else the default. A widget Streamlit forgot (page or language switch) is re-seeded from the store. A stored value
+    that is no longer valid (its range depends on another control) falls back to the default. to_widget /
+    from_widget convert between the stored id and the widget's own value where they differ (tabs hold labels).
+    """
+    ns, key = page(), widget_key(param, lang)
+    to_widget = to_widget or (lambda v: v)
+    from_widget = from_widget or (lambda v: v)
+    values = _table(STORE, ns)
+    if param not in values:
+        values[param] = _from_text(_table(ADDRESS, ns).get(param), default, parse, valid)
+        st.session_state[key] = to_widget(values[param])
+    elif not valid(values[param]):
+        values[param] = default
+        st.session_state[key] = to_widget(default)
+    elif key not in st.session_state or not _valid_widget(st.session_state[key], from_widget, valid):
+        st.session_state[key] = to_widget(values[param])
+    return key
+
+
+def _valid_widget(raw: Any, from_widget: Callable[[Any], Any], valid: Callable[[Any], bool]) -> bool:
+    try:
+        return valid(from_widget(raw))
+    except (KeyError, TypeError, ValueError):
+        return False
+
+
+def _from_text(raw: str | None, default: Any, parse: Callable[[str], Any], valid: Callable[[Any], bool]) -> Any:
+    if raw is None:
+        return default
+    try:
+        value = parse(raw)
+    except (TypeError, ValueError, KeyError):
+        return default
+    return value if value is not None and valid(value) else default
+
+
+def to_text(value: Any) -> str:
+    """A value's text in the address: 1/0 for booleans, comma-joined lists, str() otherwise."""
+    if isinstance(value, bool):
+        return "1" if value else "0"
+    if isinstance(value, (list, tuple)):
+        return ",".join(to_text(v) for v in value)
+    return str(value)
+
+
+def commit(param: str, value: Any, default: Any) -> None:
+    """Record the value a widget returned: in the store, and in the address unless it is the default."""
+    ns = page()
+    _table(STORE, ns)[param] = value
+    address = _table(ADDRESS, ns)
+    text = to_text(value)
+    if text == to_text(default):
+        address.pop(param, None)
+    else:
+        address[param] = text
+    if in_fragment_run():  # a fragment rerun does not reach the end of the script: write the address now
+        sync_address()
+
+
+def stored(param: str, default: Any = None) -> Any:
+    """A parameter's current value: the widget's fresh value inside a callback, else the store's."""
+    for lang in (None, st.session_state.get(LANG)):
+        key = widget_key(param, lang)
+        if key in st.session_state:
+            return st.session_state[key]
+    return _table(STORE, page()).get(param, default)
+
+
+def set_value(param: str, value: Any) -> None:
+    """Set a parameter from a callback (a chart click, a reset button): its widget is re-seeded when next drawn."""
+    _table(STORE, page())[param] = value
+    prefix = widget_key(param)
+    for key in [k for k in st.session_state if isinstance(k, str) and (k == prefix or k.startswith(prefix + "."))]:
+        del st.session_state[key]
+
+
+def page_address(ns: str, lang: str) -> dict[str, str]:
+    """The query parameters of a page as the user left it (for sidebar links and the address bar)."""
+    params = {LANG: lang} if lang != DEFAULT_LANG else {}
+    return params | st.session_state.get(ADDRESS, {}).get(ns, {})
+
+
+def sync_address() -> None:
+    """Write the open page's address, in one message and only if it changed (one browser-history entry)."""
+    if PAGE not in st.session_state:
+        return
+    target = page_address(page(), st.session_state.get(LANG, DEFAULT_LANG))
+    if st.query_params.to_dict() != target:
+        st.query_params.from_dict(target)

@@ -1,0 +1,135 @@
+"""Background jobs (viz_core.jobs): work runs in its own thread, stops on request or when its session is gone, and
+waits for a server-wide slot in arrival order."""
+import threading
+import time
+
+import pytest
+
+from viz_core import jobs
+from viz_core.jobs import BackgroundJob, JobSlots
+
+
+def counter(n: int, delay: float = 0.0, stop: threading.Event | None = None):
+    for i in range(n):
+        if stop is not None and stop.is_set():
+            return
+        time.sleep(delay)
+        yield i
+
+
+def test_a_job_consumes_its_work_in_another_thread():
+    seen = []
+
+    def work():
+        for i in range(5):
+            seen.append(threading.current_thread().name)
+            yield i
+
+    job = BackgroundJob(work(), name="count").start()
+    assert job.join(5)
+    assert job.status == "done" and job.latest == 4 and job.items == 5
+    assert set(seen) == {f"count-{job.id}"} and threading.current_thread().name not in seen
+
+
+def test_stop_lets_the_work_wind_down_through_on_stop():
+    flag = threading.Event()
+    job = BackgroundJob(counter(10_000, 0.001, flag), on_stop=flag.set).start()
+    time.sleep(0.05)
+    job.stop()
+    assert job.join(2)
+    assert job.status == "stopped" and 0 < job.items < 10_000
+
+
+def test_stop_without_on_stop_cuts_the_work_and_closes_it():
+    closed = threading.Event()
+
+    def work():
+        try:
+            while True:
+                time.sleep(0.001)
+                yield 1
+        finally:
+            closed.set()
+
+    job = BackgroundJob(work()).start()
+    time.sleep(0.05)
+    job.stop()
+    assert job.join(2) and job.status == "stopped" and closed.is_set()
+
+
+def test_a_session_gone_for_the_grace_period_abandons_its_job(monkeypatch):
+    monkeypatch.setattr(jobs, "ALIVE_GRACE_S", 0.2)
+    monkeypatch.setattr(jobs, "ALIVE_CHECK_S", 0.01)
+    alive = {"open": True}
+    job = BackgroundJob(counter(100_000, 0.001), alive=lambda: alive["open"]).start()
+    time.sleep(0.1)
+    assert job.status == "running"
+    alive["open"] = False
+    t0 = time.monotonic()
+    assert job.join(3)
+    assert job.status == "abandoned" and 0.2 <= time.monotonic() - t0 < 2
+
+
+def test_a_brief_disconnect_does_not_abandon(monkeypatch):
+    monkeypatch.setattr(jobs, "ALIVE_GRACE_S", 0.5)
+    monkeypatch.setattr(jobs, "ALIVE_CHECK_S", 0.01)
+    answers = iter([True] * 5 + [False] * 5 + [True] * 10_000)
+    job = BackgroundJob(counter(300, 0.002), alive=lambda: next(answers)).start()
+    assert job.join(5) and job.status == "done"
+
+
+def test_an_error_is_kept_not_raised():
+    def work():
+        yield 1
+        raise RuntimeError("boom")
+
+    job = BackgroundJob(work()).start()
+    assert job.join(2)
+    assert job.status == "error" and isinstance(job.error, RuntimeError) and job.latest == 1
+
+
+def test_slots_run_jobs_in_arrival_order_and_report_queue_positions():
+    slots = JobSlots(1)
+    gates = [threading.Event() for _ in range(3)]
+
+    def gated(i):
+        gates[i].wait(5)
+        yield i
+
+    a, b, c = (BackgroundJob(gated(i), slots=slots) for i in range(3))
+    a.start()
+    time.sleep(0.1)
+    b.start()
+    time.sleep(0.1)
+    c.start()
+    time.sleep(0.2)
+    assert (a.status, b.status, c.status) == ("running", "queued", "queued")
+    assert (a.queue_position, b.queue_position, c.queue_position) == (0, 1, 2)
+    assert slots.running == 1 and slots.waiting == 2
+    gates[0].set()
+    assert a.join(2)
+    time.sleep(0.3)
+    assert (b.status, c.status) == ("running", "queued") and c.queue_position == 1
+    c.stop()  # a queued job can be cancelled
+    assert c.join(2) and c.status == "stopped" and c.items == 0
+    gates[1].set()
+    assert b.join(2) and slots.running == 0 and slots.waiting == 0
+
+
+def test_a_queued_job_of_a_closed_session_leaves_the_queue(monkeypatch):
+    monkeypatch.setattr(jobs, "ALIVE_GRACE_S", 0.1)
+    monkeypatch.setattr(jobs, "ALIVE_CHECK_S", 0.01)
+    slots = JobSlots(1)
+    gate = threading.Event()
+    first = BackgroundJob((gate.wait(5) for _ in range(1)), slots=slots).start()
+    time.sleep(0.05)
+    second = BackgroundJob(counter(3), slots=slots, alive=lambda: False).start()
+    assert second.join(3) and second.status == "abandoned" and slots.waiting == 0
+    gate.set()
+    assert first.join(2) and first.status == "done"
+
+
+@pytest.mark.parametrize("raw, expected", [("3", 3), ("0", 1), ("x", 7)])
+def test_env_settings_are_read_safely(monkeypatch, raw, expected):
+    monkeypatch.setenv("ATTN_TEST_INT", raw)
+    assert jobs._env_int("ATTN_TEST_INT", 7) == expected
