@@ -6,12 +6,13 @@ a page comes back as the user left it, and a page switch is exactly one browser-
 import streamlit as st
 
 from app_pages import _ui as ui
-from app_pages._ui import state
+from app_pages._ui import state, warmup
 from app_pages._ui.nav import PAGES
 from viz_core.i18n import LANGUAGE_NAMES, LANGUAGES, normalise_lang
 
 
 st.set_page_config(page_title="Attention Explorer", page_icon=":material/visibility:", layout="wide")
+ui.page_style()  # readable on phones and in both themes (captions' contrast, formulas that scroll)
 
 nav_box = st.sidebar.container(key="nav")  # page links on top, filled once the language is known
 if state.is_history_navigation():  # Back / Forward: the address says which language was shown
@@ -33,3 +34,4 @@ try:
     nav.run()
 finally:  # also after st.stop(): the address follows the page's state, in one history entry
     state.sync_address()
+    warmup.start([ui.t("attention.default_text")])  # once per server, after the first page: the model, off-thread

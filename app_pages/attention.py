@@ -4,12 +4,13 @@ import streamlit as st
 
 from app_pages import _ui as ui
 from app_pages._ui import attention as data
+from app_pages._ui import importance as importance_view
 from app_pages._ui import models
 from viz_core import head_analysis
 from viz_core.errors import InputError
 from viz_core.plots import attention as plots
 
-VIEWS = ("head", "grid", "lines", "aggregate", "stats", "export")
+VIEWS = ("head", "grid", "lines", "aggregate", "stats", "importance", "export")
 GRID_THUMB = 32  # tiles are at most 32 x 32 cells: a 6 x 12 grid stays light at 512 tokens
 
 ui.setup("attention")
@@ -76,11 +77,12 @@ def follow_head() -> None:
 
 
 c1, c2, c3 = st.columns([1, 1, 2])
-layer = ui.selectbox(t("attention.layer"), range(n_layers), "layer", 0, container=c1)
-head = ui.selectbox(t("attention.head"), range(n_heads), "head", 0, container=c2, on_change=follow_head)
+first_layer, first_head = head_analysis.clearest_head(weights)  # open on a head with a clear pattern
+layer = ui.selectbox(t("attention.layer"), range(n_layers), "layer", first_layer, container=c1)
+head = ui.selectbox(t("attention.head"), range(n_heads), "head", first_head, container=c2, on_change=follow_head)
 with c3:
     hide = ui.checkbox(t("attention.hide_special"), "hide", False)
-    auto = ui.checkbox(t("attention.auto_scale"), "auto", False)
+    auto = ui.checkbox(t("attention.auto_scale"), "auto", True, help=t("attention.auto_scale_help"))
 block = "all"
 if pair and m.supports_pair and view in ("head", "aggregate"):
     block = ui.radio(t("attention.block"), head_analysis.SEGMENT_BLOCKS, "block",
@@ -106,6 +108,14 @@ def heatmap(matrix: np.ndarray, title: str, key: str) -> None:
         st.info(t("attention.hide_special_note"))
     ui.plot(plots.head_heatmap(w, rows, cols, title, query=t("attention.query"), key=t("attention.key"),
                                value=t("attention.weight"), auto_scale=auto), key=key)
+    st.caption(scale_note(plots.colour_top(w, auto)))
+
+
+def scale_note(top: float) -> str:
+    """What the colours mean: the fixed 0..1 scale, or 0..top where top is a quantile of the weights shown."""
+    if not auto:
+        return t("attention.scale_fixed")
+    return t("attention.scale_auto", top=f"{top:.3g}", q=f"{plots.COLOUR_QUANTILE * 100:.0f}")
 
 
 def row_sum_note(matrix: np.ndarray, how: str) -> str:
@@ -133,11 +143,14 @@ if view == "head":
     heatmap(weights[layer, head], t("attention.head_title", layer=layer, head=head), "head_fig")
     if part in ("self", "decoder") and head_analysis.is_causal(weights):
         st.caption(t("attention.causal_seen"))
-    st.caption(t("attention.head_explain"))
+    st.caption(t("attention.head_explain") if block == "all" and not hide else
+               t("attention.head_explain_part") + " " + row_sum_note(weights[layer, head], "mean"))
     ui.latex(r"w_{ij} = \mathrm{softmax}_j\!\left(\frac{q_i \cdot k_j}{\sqrt{d_k}}\right), \qquad \sum_j w_{ij} = 1")
 
 elif view == "grid":
-    st.caption(t("attention.grid_explain", size=min(GRID_THUMB, weights.shape[-1])))
+    st.caption(t("attention.grid_explain", size=min(GRID_THUMB, weights.shape[-1])) + " "
+               + (t("attention.scale_auto_grid", q=f"{plots.COLOUR_QUANTILE * 100:.0f}") if auto
+                  else t("attention.scale_fixed")))
     fig = plots.model_grid(weights, thumb=GRID_THUMB, layer_label=t("attention.layer"),
                            head_label=t("attention.head"), hover_hint=t("attention.grid_hover"),
                            selected=(layer, head), auto_scale=auto)
@@ -182,6 +195,8 @@ elif view == "stats":
         st.caption(t("attention.stats_special_note"))
     ui.latex(r"H_i = -\sum_j w_{ij}\log_2 w_{ij}, \qquad D_i = \sum_j w_{ij}\,|i-j|")
 
+elif view == "importance":
+    importance_view.draw(importance_view.Input(name, m.kind, text, pair, target, part), layer, head)
 
 else:  # export
     st.write(t("attention.export_explain"))

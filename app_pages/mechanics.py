@@ -168,7 +168,7 @@ def _batched_shapes():
         ui.t("mechanics.col_contiguous"): "—" if r.contiguous is None else ("✓" if r.contiguous else "✗"),
         ui.t("mechanics.col_note"): ui.t(f"mechanics.shape_{r.note}") + (f"  `{r.error}`" if r.error else ""),
     } for r in rows])
-    st.dataframe(table, hide_index=True, width="stretch")
+    st.table(table, hide_index=True)  # a static table wraps its long "what happens" notes (a data grid cuts them)
 
 
 def section_steps():
@@ -186,8 +186,8 @@ def section_steps():
     except InputError as exc:
         ui.show_error(exc)
         steps = None
-    if steps is not None:
-        _grid(_stage_figures(steps), prefix="stage")
+    if steps is not None:  # three figures a row while matrices are small; two from 7 tokens on, so labels fit
+        _grid(_stage_figures(steps), n_cols=3 if len(steps.tokens) <= 6 else 2, prefix="stage")
         sums = ", ".join(f"{x:.3f}" for x in steps.weights.sum(-1))
         st.caption(ui.t("mechanics.row_sums", sums=sums))
         if steps.dropped is not None:
@@ -403,9 +403,8 @@ def section_cross():
     except InputError as exc:
         ui.show_error(exc)
         return
-    st.dataframe(pd.DataFrame({ui.t("mechanics.col_tensor"): list(res.shapes),
-                               ui.t("mechanics.col_shape"): [str(s) for s in res.shapes.values()]}).T,
-                 width="stretch")
+    st.table(pd.DataFrame({ui.t("mechanics.col_tensor"): list(res.shapes),
+                           ui.t("mechanics.col_shape"): [str(s) for s in res.shapes.values()]}), hide_index=True)
     pads = np.array([t == mech.PAD for t in res.k_tokens])
     mask = np.repeat(pads[None, :], len(res.q_tokens), axis=0)
     c1, c2 = st.columns(2)
@@ -464,6 +463,12 @@ def section_additive():
                              ui.t("mechanics.fig_cost", d_k=d_k, d_h=d_h), "N", ui.t("mechanics.col_macs"),
                              ui.t("mechanics.col_memory")), key="cost")
     st.caption(ui.t("mechanics.additive_note"))
+    ui.download(ui.t("mechanics.download_npz"), ui.npz_bytes(
+        tokens=tok, q=steps.q, k=steps.k, v=steps.v, dot_scores=res.dot_scores, add_scores=res.add_scores,
+        dot_weights=res.dot_weights, add_weights=res.add_weights, n=np.array(ns),
+        dot_macs=[c["dot"]["macs"] for c in costs], additive_macs=[c["additive"]["macs"] for c in costs],
+        dot_memory=[c["dot"]["memory"] for c in costs], additive_memory=[c["additive"]["memory"] for c in costs]),
+        "additive_vs_dot.npz", "application/octet-stream", key="mechanics.dl_additive")
 
 
 # ---------------------------------------------------------------- page

@@ -161,6 +161,8 @@ def part_relative() -> None:
                                        axis_title=ui.t("positions.dimension"), value_name=ui.t("positions.value")),
                 key="rotation")
     _rotation_error(v, d_model, k)
+    _npz_button("positions.download_rel", f"pe_rotation_k{k}_pair{pair}.npz", "dl_rel", shift=k, pair=pair,
+                pair_values=v.pair_values, rotation_corner=v.corner, max_error_per_dimension=v.dim_errors)
 
 
 def _rotation_error(v: cache.RotationView, d_model: int, k: int) -> None:
@@ -193,7 +195,10 @@ def part_example() -> None:
     ui.plot(plots.worked_heatmap(rows, names, title=ui.t("positions.example_title"),
                                  x_title=ui.t("positions.dimension"), y_title="", value_name=ui.t("positions.value")),
             key="example")
-    st.dataframe(pd.DataFrame(rows, index=names, columns=[str(j) for j in range(rows.shape[1])]).round(4))
+    table = pd.DataFrame(rows, index=names, columns=[str(j) for j in range(rows.shape[1])])
+    st.dataframe(table.round(4))
+    ui.download(ui.t("positions.download_example"), table.to_csv(index_label=""),
+                f"pe_example_{p0}_{p1}.csv", "text/csv", key="dl_example")
     st.metric(ui.t("positions.example_cos", p0=p0, p1=p1), f"{ex.cosine:.4f}", help=ui.t("positions.example_cos_help"))
     st.caption(ui.t("positions.example_caption"))
 

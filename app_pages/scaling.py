@@ -50,7 +50,9 @@ def part_distribution() -> None:
     c2.metric(t("scaling.metric_var_scaled"), pair(sweep.var_scaled[i], 1))
     c3.metric(t("scaling.metric_max_abs"), pair(np.abs(raw).max(), np.abs(raw).max() / np.sqrt(d_k)))
     left, right = st.columns(2)
-    common = dict(x_title=t("scaling.axis_score"), y_title=t("scaling.axis_density"))
+    # one fixed x axis for both histograms and every d_k: the left one widens as d_k grows, the right one stays
+    common = dict(x_title=t("scaling.axis_score"), y_title=t("scaling.axis_density"),
+                  x_range=4 * float(np.sqrt(max(sweep.d_ks))))
     with left:
         ui.plot(plots.histogram(raw, name=t("scaling.name_unscaled"), colour=plots.UNSCALED_COLOUR,
                                 title=t("scaling.hist_unscaled", d_k=d_k), theory_variance=float(d_k),

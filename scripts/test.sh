@@ -15,5 +15,16 @@ if [ ! -x /usr/bin/chromium ] || ! (fc-list 2>/dev/null | grep -i "CJK" >/dev/nu
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq chromium fonts-noto-cjk >/dev/null
 fi
 
+# axe-core (npm) for the accessibility audit of tests/browser/test_readable.py, into .cache/axe (git-ignored).
+if [ ! -f .cache/axe/node_modules/axe-core/axe.min.js ]; then
+  if ! command -v npm >/dev/null; then
+    echo "Installing Debian's npm for axe-core..."
+    SUDO=""; [ "$(id -u)" -ne 0 ] && SUDO="sudo"
+    $SUDO apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq npm >/dev/null
+  fi
+  npm install --no-save --no-audit --no-fund --prefix .cache/axe axe-core@4 >/dev/null
+fi
+
 export HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 STREAMLIT_BROWSER_GATHER_USAGE_STATS=false
 python -m pytest -q -p no:cacheprovider "$@"

@@ -28,3 +28,11 @@ def test_sidebar_switches_language_and_url():
 def test_lang_param_chinese_variants():
     at = run_page("attention", {"lang": "zh-CN"})
     assert at.title[0].value == "预训练 Transformer 的注意力"
+
+
+def test_deployed_config_shows_visitors_no_traceback():
+    """An error that slips past the pages' own handling shows its type only; never a traceback or server path."""
+    import tomllib
+    config = tomllib.loads((Path(__file__).resolve().parents[1] / ".streamlit" / "config.toml").read_text())
+    assert config["client"]["showErrorDetails"] in ("type", "none")
+    assert config["browser"]["gatherUsageStats"] is False

@@ -49,7 +49,7 @@ def test_steps_worked_example_en():
     titles = _titles(at)
     assert "+ mask (−∞ where blocked)  (3 × 3)" in titles and any("dropout" in t for t in titles)
     assert at.query_params["causal"] == ["1"] or at.query_params["causal"] == "1"
-    table = at.dataframe[-1].value  # the batched-shapes walkthrough (the four matrix editors come first)
+    table = at.table[-1].value  # the batched-shapes walkthrough (a static table: its notes wrap)
     assert "(2, 2, 5, 4)" in table.iloc[:, 1].tolist()
 
 
@@ -62,7 +62,7 @@ def test_steps_random_and_shapes_zh():
     assert "每行之和" in _text(at)
     at.slider(key="mechanics.bdm").set_value(12).run()
     widget(at, "selectbox", "mechanics.bh").set_value(3).run()
-    shapes = at.dataframe[-1].value.iloc[:, 1].tolist()
+    shapes = at.table[-1].value.iloc[:, 1].tolist()
     assert "(2, 3, 5, 4)" in shapes and "(2, 3, 5, 5)" in shapes
 
 

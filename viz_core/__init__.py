@@ -24,9 +24,14 @@ _EXPORTS = {
     "Adam": "optimizers",
     "load_model": "pretrained",
     "attention_for": "pretrained",
+    "head_importance": "ablation",
+    "HeadImportance": "ablation",
+    "token_attribution": "attribution",
+    "TokenAttribution": "attribution",
     "load_checkpoint": "training",
     "ModelPolicy": "model_policy",
     "thread_budget": "threads",
+    "load_lm": "lm_training",
 }
 
 __all__ = sorted(_EXPORTS)

@@ -116,3 +116,13 @@ def is_causal(weights: np.ndarray, tol: float = 1e-6) -> bool:
     """Whether every head gives zero weight above the diagonal (a decoder's causal pattern)."""
     n = weights.shape[-1]
     return bool(n < 2 or np.all(weights[..., np.triu_indices(n, 1)[0], np.triu_indices(n, 1)[1]] <= tol))
+
+
+def clearest_head(weights: np.ndarray) -> tuple[int, int]:
+    """(layer, head) of the strongest previous-token head, a good first head to show: its diagonal band reads at a
+    glance, unlike layer 0 head 0, which is often diffuse. (L, H, N, N) -> the argmax of mean w_{i, i-1}."""
+    if weights.shape[-1] < 2:
+        return 0, 0
+    previous = np.diagonal(weights, offset=-1, axis1=-2, axis2=-1).mean(-1)  # (L, H)
+    layer, head = np.unravel_index(int(np.argmax(previous)), previous.shape)
+    return int(layer), int(head)

@@ -244,12 +244,16 @@ class Trainer:
                 loss, acc = self._train_step()
             window.append((loss, acc))
             self.reason = self._check_stop(loss)
-            evaluated = self.step % self.train_cfg.eval_every == 0 or self.done
+            # a stop request is answered at once: no held-out evaluation (seconds of greedy decoding), only the
+            # attention snapshot of the model as it is (one forward pass)
+            evaluated = self.step % self.train_cfg.eval_every == 0 or (self.done and self.reason != "stopped")
             if evaluated and self.reason not in ("nan", "diverged"):
                 with thread_budget(self.train_cfg.threads if self.device.type == "cpu" else None):
                     self._evaluate()
                 if self._reached_target() and self.reason is None:
                     self.reason = "target"
+            elif self.reason == "stopped":
+                self._snapshot()
             if evaluated or self.step % self.train_cfg.log_every == 0 or self.done:
                 yield self._record(window, evaluated)
                 window = []

@@ -7,6 +7,7 @@ Back / Forward and shared links (see state.py for how).
 """
 from __future__ import annotations
 
+import html
 import io
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -206,7 +207,45 @@ def plot(fig, key: str | None = None, **kw):
 
 
 def latex(formula: str) -> None:
-    st.latex(formula)
+    """A display formula in a box that scrolls sideways when the screen is narrower than the formula; the box can
+    take keyboard focus (so it can be scrolled without a mouse) and reads out as the LaTeX source."""
+    label = html.escape(formula, quote=True)
+    st.markdown(f'<div class="formula" tabindex="0" role="math" aria-label="{label}">\n\n$$\n{formula}\n$$\n\n</div>',
+                unsafe_allow_html=True)
+
+
+# Readable everywhere (phones, both themes): drawn once per run by app.py. Colours derive from the theme's own text
+# colour (currentColor), so they hold in light and dark.
+PAGE_CSS = """
+<style>
+/* captions: Streamlit's faded grey reaches only 3.8:1; the theme's text colour at 80 % reaches 6:1 in both themes */
+[data-testid="stCaptionContainer"] { color: inherit !important; opacity: 0.8; }
+/* formulas and wide tables scroll inside their own box on a narrow screen instead of running off the page */
+.formula { overflow-x: auto; overflow-y: hidden; max-width: 100%; padding: 0.1em 0; }
+.formula .katex-display { overflow: visible !important; width: max-content; min-width: 100%; }
+.formula:focus-visible { outline: 2px solid currentColor; outline-offset: 2px; }
+[data-testid="stTable"] { overflow-x: auto; }
+@media (max-width: 640px) {
+  .katex-display > .katex { font-size: 0.95em; }
+  [data-testid="stMainBlockContainer"] { padding-left: 0.75rem; padding-right: 0.75rem; }
+}
+</style>
+"""
+
+
+# Dark theme: white on the light-blue primary colour reaches only 2.5:1; near-black text on it reaches 8:1.
+# (A darker primary would fail instead as text on the dark background: selected segments, links.)
+_DARK_PRIMARY = ('[data-testid="stBaseButton-primary"], [data-testid="stBaseButton-primary"] p, '
+                 '[data-testid="stBaseButton-primaryFormSubmit"] p { color: #111318 !important; }')
+
+
+def page_style() -> None:
+    """The app's few CSS rules (see PAGE_CSS); called by the router on every run. The theme Streamlit reports
+    decides the dark-only rules (before it is known, the system preference does)."""
+    kind = getattr(getattr(st.context, "theme", None), "type", None)
+    dark = _DARK_PRIMARY if kind == "dark" else \
+        "" if kind == "light" else f"@media (prefers-color-scheme: dark) {{ {_DARK_PRIMARY} }}"
+    st.html(PAGE_CSS.replace("</style>", dark + "\n</style>"))
 
 
 def show_error(exc: Exception) -> None:

@@ -7,6 +7,7 @@ REFRESH_S while the job runs and reruns the whole page once when it ends (so the
 """
 from __future__ import annotations
 
+import time
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -17,6 +18,7 @@ from streamlit.runtime.scriptrunner import get_script_run_ctx
 from viz_core.jobs import BackgroundJob, default_slots, default_threads
 
 REFRESH_S = 0.5  # progress redraw interval while a job runs
+START_WAIT_S = 0.3  # Start waits this long for a free slot, so its own rerun already draws the job as running
 
 
 def _session_alive_check() -> Callable[[], bool]:
@@ -35,7 +37,11 @@ def start(name: str, work: Iterator[Any], on_stop: Callable[[], None] | None = N
                         threads=default_threads(), name=name)
     job.info = info
     st.session_state[_key(name)] = job
-    return job.start()
+    job.start()
+    end = time.monotonic() + START_WAIT_S
+    while job.status == "queued" and job.queue_position == 0 and time.monotonic() < end:  # not yet in line
+        time.sleep(0.005)
+    return job
 
 
 def get(name: str) -> BackgroundJob | None:
@@ -47,10 +53,13 @@ def running(name: str) -> bool:
     return job is not None and not job.done
 
 
-def stop(name: str) -> None:
+def stop(name: str, wait_s: float = 1.0) -> None:
+    """Ask the job to stop and wait up to wait_s for it to wind down, so the rerun this click starts shows the
+    result at once (not one fragment refresh later)."""
     job = get(name)
     if job is not None:
         job.stop()
+        job.join(wait_s)
 
 
 def pop(name: str) -> BackgroundJob | None:

@@ -8,4 +8,5 @@ PAGES = [
     ("optimizers", ":material/landscape:"),
     ("anatomy", ":material/account_tree:"),
     ("train", ":material/model_training:"),
+    ("language_model", ":material/text_fields:"),
 ]

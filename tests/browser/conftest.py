@@ -38,7 +38,9 @@ def _free_port() -> int:
 @pytest.fixture(scope="session")
 def server_url():
     port = _free_port()
-    env = dict(os.environ, STREAMLIT_BROWSER_GATHER_USAGE_STATS="false", HF_HUB_OFFLINE="1")
+    # full error details in tests (the deployed default, .streamlit/config.toml, shows visitors only the type)
+    env = dict(os.environ, STREAMLIT_BROWSER_GATHER_USAGE_STATS="false", HF_HUB_OFFLINE="1",
+               STREAMLIT_CLIENT_SHOW_ERROR_DETAILS="full")
     proc = subprocess.Popen(
         [sys.executable, "-m", "streamlit", "run", "app.py", "--server.headless", "true", "--server.port", str(port),
          "--server.address", "127.0.0.1"], cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.STDOUT)

@@ -73,6 +73,12 @@ SPECS = {
     "anatomy": Spec("/anatomy", (Step("radio", "anatomy.section", "anatomy.sec_ffn"),
                                  Step("radio", "anatomy.activation", "GELU", literal=True)),
                     Step("radio", "anatomy.activation", "ReLU", literal=True), "mechanics"),
+    "train": Spec("/train", (Step("select", "train.task", "train.task_sort"),
+                             Step("tab", "", "train.tab_snapshots")),
+                  Step("tab", "", "train.tab_decode"), "anatomy"),
+    "language_model": Spec("/language_model", (Step("tab", "", "lm.tab_cache"),
+                                               Step("radio", "lm.kv_kind", "lm.kv_gqa")),
+                           Step("radio", "lm.kv_kind", "lm.kv_mqa"), "positions"),
 }
 
 

@@ -12,7 +12,7 @@ import time
 
 import psutil
 
-from tests.browser.conftest import (SERVER, assert_no_exception, go_to, open_tab, screenshot, switch_language, tick,
+from tests.browser.conftest import (SERVER, assert_no_exception, go_to, open_tab, pick, screenshot, switch_language, tick,
                                     type_text, wait_done)
 from viz_core.i18n import t
 
@@ -73,6 +73,7 @@ def test_a_run_survives_every_click(open_page):
     slider.press("ArrowLeft")
     wait_done(page)
     tick(page, t("train.force_cpu", "en"))
+    pick(page, t("train.preset", "en"), t("train.preset_small", "en"))
     assert_no_exception(page)
     open_tab(page, "Decode")
     type_text(page, t("train.input", "en"), "1 2 3 4")

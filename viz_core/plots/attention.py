@@ -13,6 +13,7 @@ from ..head_analysis import thumbnail
 from .common import LINE_COLOURS, PROB_SCALE, matrix_heatmap, tick_labels
 
 _LINE_VIEW_TEMPLATE = Path(__file__).with_name("line_view.html")
+COLOUR_QUANTILE = 0.99  # auto scale: the darkest colour is this quantile of the weights shown
 
 
 def head_heatmap(w: np.ndarray, q_tokens: Sequence[str], k_tokens: Sequence[str], title: str, *,
@@ -25,7 +26,7 @@ def head_heatmap(w: np.ndarray, q_tokens: Sequence[str], k_tokens: Sequence[str]
     n_q, n_k = w.shape
     rows = [f"{tok} ·{i}" for i, tok in enumerate(q_tokens)]
     cols = [f"{tok} ·{j}" for j, tok in enumerate(k_tokens)]
-    zmax = float(w.max()) if auto_scale and w.size and w.max() > 0 else 1.0
+    zmax = colour_top(w, auto_scale)
     fig = go.Figure(go.Heatmap(
         z=np.asarray(w, dtype=np.float32), x=cols, y=rows, zmin=0.0, zmax=zmax, colorscale=PROB_SCALE,
         hovertemplate=f"{query}: %{{y}}<br>{key}: %{{x}}<br>{value}: %{{z:.6f}}<extra></extra>",
@@ -39,6 +40,18 @@ def head_heatmap(w: np.ndarray, q_tokens: Sequence[str], k_tokens: Sequence[str]
     fig.update_layout(title=dict(text=title), height=int(min(900, max(320, 160 + 22 * n_q))),
                       margin=dict(l=10, r=10, t=50, b=10))
     return fig
+
+
+def colour_top(w: np.ndarray, auto_scale: bool = True, quantile: float = COLOUR_QUANTILE) -> float:
+    """The weight drawn in the darkest colour: 1 on the fixed scale; with auto_scale, the `quantile` of the weights
+    shown (so one very large weight, e.g. on [CLS], does not wash out every other cell, and a block whose weights
+    are all tiny still shows its structure); larger weights are drawn in the darkest colour too."""
+    w = np.asarray(w, dtype=np.float32)
+    if not auto_scale or not w.size:
+        return 1.0
+    top = float(np.quantile(w, quantile))
+    top = top if top > 0 else float(w.max())
+    return top if top > 0 else 1.0
 
 
 def _mosaic(weights: np.ndarray, size: int, zmax: float) -> np.ndarray:
@@ -63,13 +76,15 @@ def model_grid(weights: np.ndarray, *, thumb: int = 32, layer_label: str = "laye
     s = min(thumb, n)
     zmax = 1.0
     if auto_scale:
-        zmax = max(float(thumbnail(weights[i, j], s).max()) for i in range(n_layers) for j in range(n_heads)) or 1.0
+        zmax = colour_top(np.stack([thumbnail(weights[i, j], s) for i in range(n_layers) for j in range(n_heads)]))
     img = _mosaic(weights, s, zmax)
     centre = lambda i: i * s + (s - 1) / 2  # noqa: E731
     ticks = np.linspace(0, 255, 6)
+    # the colour bar lies under the grid (not beside it), so a phone's width goes to the tiles
     fig = go.Figure(go.Heatmap(z=img, colorscale=PROB_SCALE, zmin=0, zmax=255, hoverinfo="skip",
                                colorbar=dict(thickness=10, tickvals=ticks, ticktext=[f"{v:.2g}" for v in
-                                                                                      ticks / 255 * zmax])))
+                                                                                      ticks / 255 * zmax],
+                                             orientation="h", y=-0.04, yanchor="top", len=0.6, x=0, xanchor="left")))
     ll, hh = np.meshgrid(np.arange(n_layers), np.arange(n_heads), indexing="ij")
     fig.add_trace(go.Scatter(
         x=centre(hh.ravel()), y=centre(ll.ravel()), mode="markers", showlegend=False,
@@ -89,11 +104,12 @@ def model_grid(weights: np.ndarray, *, thumb: int = 32, layer_label: str = "laye
                       y1=(l_sel + 1) * s - 0.5, line=dict(color="#e4572e", width=3))
     fig.update_xaxes(tickmode="array", tickvals=[centre(h) for h in range(n_heads)],
                      ticktext=[str(h) for h in range(n_heads)], title_text=head_label, side="top", showgrid=False,
-                     zeroline=False)
+                     zeroline=False, title_standoff=4, constrain="domain", range=[-0.5, n_heads * s - 0.5])
     fig.update_yaxes(tickmode="array", tickvals=[centre(layer) for layer in range(n_layers)],
-                     ticktext=[str(layer) for layer in range(n_layers)], title_text=layer_label, autorange="reversed",
-                     showgrid=False, zeroline=False, scaleanchor="x")
-    fig.update_layout(height=int(min(1100, 120 + 760 * n_layers / max(n_heads, 1))), margin=dict(l=10, r=10, t=60, b=10),
+                     ticktext=[str(layer) for layer in range(n_layers)], title_text=layer_label,
+                     range=[n_layers * s - 0.5, -0.5], showgrid=False, zeroline=False, scaleanchor="x",
+                     constrain="domain")  # tight to the tiles (layer 0 on top): no empty band on a phone
+    fig.update_layout(height=int(min(1100, 140 + 700 * n_layers / max(n_heads, 1))), margin=dict(l=10, r=10, t=90, b=50),
                       clickmode="event+select", dragmode=False)
     return fig
 
@@ -102,7 +118,7 @@ def stats_map(values: np.ndarray, *, title: str, value_name: str, layer_label: s
               value_format: str = ".3f", selected: tuple[int, int] | None = None) -> go.Figure:
     """A (layers, heads) map of one statistic; a transparent marker per cell makes it clickable."""
     n_layers, n_heads = values.shape
-    rows, cols = [f"{layer_label} {i}" for i in range(n_layers)], [f"{head_label} {j}" for j in range(n_heads)]
+    rows, cols = [str(i) for i in range(n_layers)], [str(j) for j in range(n_heads)]  # the axis titles name them
     fig = matrix_heatmap(values, rows, cols, title=title, x_title=head_label, y_title=layer_label,
                          value_name=value_name, zmin=float(np.nanmin(values)), zmax=float(np.nanmax(values)) or 1.0,
                          colorscale="Viridis", value_format=value_format, height=120 + 48 * n_layers)
@@ -118,6 +134,7 @@ def stats_map(values: np.ndarray, *, title: str, value_name: str, layer_label: s
     if selected is not None:
         fig.add_shape(type="rect", x0=selected[1] - 0.5, x1=selected[1] + 0.5, y0=selected[0] - 0.5,
                       y1=selected[0] + 0.5, line=dict(color="#e4572e", width=3))
+    fig.update_xaxes(tickangle=0)
     fig.update_layout(clickmode="event+select", dragmode=False)
     return fig
 

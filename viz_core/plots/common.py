@@ -70,6 +70,117 @@ def matrix_heatmap(z: np.ndarray, row_labels: Sequence[str] | None = None, col_l
     return fig
 
 
+# ---------------------------------------------------------------- text on cells that stays readable
+NEUTRAL_CELL = "#d9d9d9"  # cells with no finite value (−∞, NaN) are drawn in this opaque grey, so their text is known
+_ColourLike = str | Sequence[float]
+
+
+def parse_colour(colour: _ColourLike) -> tuple[float, float, float, float]:
+    """'#rrggbb', 'rgb(r,g,b)', 'rgba(r,g,b,a)' or an (r, g, b[, a]) tuple -> (r, g, b, a), r/g/b in 0..255."""
+    if not isinstance(colour, str):
+        r, g, b, *a = colour
+        return float(r), float(g), float(b), float(a[0]) if a else 1.0
+    c = colour.strip().lower()
+    if c.startswith("#"):
+        c = c[1:]
+        if len(c) == 3:
+            c = "".join(ch * 2 for ch in c)
+        return float(int(c[0:2], 16)), float(int(c[2:4], 16)), float(int(c[4:6], 16)), 1.0
+    nums = [float(x) for x in c[c.index("(") + 1:c.index(")")].split(",")]
+    return nums[0], nums[1], nums[2], nums[3] if len(nums) > 3 else 1.0
+
+
+def colour_stops(colorscale: str | Sequence) -> list[tuple[float, tuple[float, float, float, float]]]:
+    """A plotly colour scale (a name such as 'Blues' or 'RdBu_r', or [[v, colour], ...]) as sorted RGBA stops."""
+    if isinstance(colorscale, str):
+        from plotly.colors import get_colorscale
+        colorscale = get_colorscale(colorscale)
+    return sorted((float(v), parse_colour(c)) for v, c in colorscale)
+
+
+def scale_colour(values: np.ndarray, colorscale: str | Sequence, zmin: float, zmax: float) -> np.ndarray:
+    """The colour plotly gives each value (linear between stops, clipped to [zmin, zmax]): (..., 4) RGBA."""
+    stops = colour_stops(colorscale)
+    pos = np.array([v for v, _ in stops])
+    cols = np.array([c for _, c in stops])
+    v = np.asarray(values, dtype=float)
+    span = (zmax - zmin) or 1.0
+    f = np.clip((np.nan_to_num(v, nan=zmin) - zmin) / span, 0.0, 1.0)
+    return np.stack([np.interp(f, pos, cols[:, i]) for i in range(4)], axis=-1)
+
+
+def over(top: np.ndarray, bottom: np.ndarray) -> np.ndarray:
+    """Alpha-composite RGBA colours (..., 4) `top` over `bottom`; the result is opaque where bottom is."""
+    a = top[..., 3:4]
+    rgb = top[..., :3] * a + bottom[..., :3] * (1 - a)
+    return np.concatenate([rgb, a + bottom[..., 3:4] * (1 - a)], axis=-1)
+
+
+def relative_luminance(rgb: np.ndarray) -> np.ndarray:
+    """WCAG 2 relative luminance of sRGB colours (..., >=3), channels 0..255."""
+    c = np.asarray(rgb, dtype=float)[..., :3] / 255.0
+    lin = np.where(c <= 0.03928, c / 12.92, ((c + 0.055) / 1.055) ** 2.4)
+    return lin @ np.array([0.2126, 0.7152, 0.0722])
+
+
+def contrast_ratio(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """WCAG contrast ratio (1..21) between two colours (or arrays of them)."""
+    la, lb = relative_luminance(a), relative_luminance(b)
+    return (np.maximum(la, lb) + 0.05) / (np.minimum(la, lb) + 0.05)
+
+
+BLACK, WHITE = "#000000", "#ffffff"
+
+
+def text_colours(cell_rgba: np.ndarray) -> np.ndarray:
+    """Black or white for text on each (opaque) cell colour (..., 4): whichever has the higher WCAG contrast."""
+    black = contrast_ratio(cell_rgba, np.array([0.0, 0.0, 0.0]))
+    white = contrast_ratio(cell_rgba, np.array([255.0, 255.0, 255.0]))
+    return np.where(black >= white, BLACK, WHITE)
+
+
+def cell_colours(z: np.ndarray, colorscale: str | Sequence, zmin: float, zmax: float,
+                 mask: np.ndarray | None = None) -> np.ndarray:
+    """The colour each cell is drawn in (RGBA (R, C, 4)): the scale's colour of its value, NEUTRAL_CELL where the
+    value is not finite, and the hatch fill of add_mask_overlay on top of masked cells."""
+    z = np.asarray(z, dtype=float)
+    rgba = scale_colour(z, colorscale, zmin, zmax)
+    rgba[~np.isfinite(z)] = parse_colour(NEUTRAL_CELL)
+    if mask is not None:
+        hatched = over(np.broadcast_to(np.array(parse_colour(HATCH_FILL)), rgba.shape), rgba)
+        rgba = np.where(np.asarray(mask, bool)[..., None], hatched, rgba)
+    return rgba
+
+
+def annotate_cells(fig: go.Figure, z: np.ndarray, text: np.ndarray, *, colorscale: str | Sequence, zmin: float,
+                   zmax: float, mask: np.ndarray | None = None, size: int = 11, row: int | None = None,
+                   col: int | None = None) -> None:
+    """Write text[i, j] on cell (i, j) of a heatmap drawn with x = column index, y = row index, each string in
+    black or white, chosen by WCAG contrast against that cell's own colour (so it reads in both themes).
+
+    Cells whose value is not finite get an opaque NEUTRAL_CELL fill first (plotly leaves them transparent, and
+    the page behind is white or black depending on the theme). One text trace, whatever the number of cells.
+    """
+    z = np.asarray(z, dtype=float)
+    text = np.asarray(text, dtype=object)
+    where = dict(row=row, col=col) if row is not None else {}
+    bad = ~np.isfinite(z)
+    if bad.any():
+        fig.add_trace(go.Heatmap(z=np.where(bad, 1.0, np.nan), x=np.arange(z.shape[1]), y=np.arange(z.shape[0]),
+                                 colorscale=[[0, NEUTRAL_CELL], [1, NEUTRAL_CELL]], showscale=False,
+                                 hoverinfo="skip"), **where)
+        if row is None:  # right above the value heatmap (trace 0), under any mask hatch drawn since
+            traces = list(fig.data)
+            fig.data = tuple(traces[:1] + traces[-1:] + traces[1:-1])
+    colours = text_colours(cell_colours(z, colorscale, zmin, zmax, mask))
+    ys, xs = np.nonzero(np.vectorize(lambda s: bool(str(s)), otypes=[bool])(text))
+    if not len(ys):
+        return
+    fig.add_trace(go.Scatter(x=xs, y=ys, mode="text", text=[str(s) for s in text[ys, xs]], hoverinfo="skip",
+                             showlegend=False, textfont=dict(size=size, color=colours[ys, xs].tolist()),
+                             name="cell text"), **where)
+
+
 def add_mask_overlay(fig: go.Figure, mask: np.ndarray) -> None:
     """Masked cells: grey and cell-sized (a second heatmap) with a diagonal stroke (one line trace), so they scale
     with the figure; two traces whatever the number of cells. Hover still reports the value underneath."""

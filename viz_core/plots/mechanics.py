@@ -8,12 +8,14 @@ import numpy as np
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-from .common import LINE_COLOURS, MASK_COLOUR, add_mask_overlay, matrix_heatmap
+from .common import LINE_COLOURS, add_mask_overlay, annotate_cells, matrix_heatmap
 
 ANNOTATE_MAX_CELLS = 120      # write the value in each cell of matrices this small ...
 ANNOTATE_MAX_COLS = 10        # ... and this narrow
 HATCH_MAX_CELLS = 2500        # masked cells drawn as cell-sized hatched squares up to this many (else markers)
 DONT_CARE_COLOUR = "rgba(255,170,0,0.18)"
+TOKEN_CELL = "#c6dbef"        # padded batch: a real token (light blue) ...
+PAD_CELL = "#8c8c8c"          # ... and a pad (mid grey)
 
 
 def _cell_text(z: np.ndarray, fmt: str) -> np.ndarray:
@@ -49,10 +51,11 @@ def stage_matrix(z: np.ndarray, title: str, *, rows: Sequence[str] | None = None
     if hatch:
         add_mask_overlay(fig, mask)
     if z.size <= ANNOTATE_MAX_CELLS and z.shape[1] <= ANNOTATE_MAX_COLS:
-        text = _cell_text(z, fmt)
-        fig.update_traces(text=np.where(np.isfinite(z), text, ""), texttemplate="%{text}", textfont=dict(size=11),
-                          selector=dict(type="heatmap"))
-        _write_non_finite(fig, z, text)
+        if z.shape[1] > 6 and fmt == ".3f":  # wide rows: fewer digits, so neighbouring numbers do not touch
+            fmt = ".2f"
+        base = fig.data[0]
+        annotate_cells(fig, z, _cell_text(z, fmt), colorscale=base.colorscale, zmin=base.zmin, zmax=base.zmax,
+                       mask=mask if hatch else None, size=11 if z.shape[1] <= 6 else 10)
     labels = [str(c) for c in (cols if cols is not None else [])]
     if labels and len(labels) >= 4 and max(map(len, labels)) >= 4:
         fig.update_xaxes(tickangle=-45)
@@ -61,14 +64,6 @@ def stage_matrix(z: np.ndarray, title: str, *, rows: Sequence[str] | None = None
     if dont_care is not None:
         _shade_rows(fig, np.asarray(dont_care, bool), z.shape[1])
     return fig
-
-
-def _write_non_finite(fig: go.Figure, z: np.ndarray, text: np.ndarray) -> None:
-    """'−∞' / 'NaN' written into cells the heatmap leaves blank (plotly draws no text where z is not finite)."""
-    ys, xs = np.nonzero(~np.isfinite(z))
-    if len(ys):
-        fig.add_trace(go.Scatter(x=xs, y=ys, mode="text", text=text[ys, xs], hoverinfo="skip", showlegend=False,
-                                 textfont=dict(size=11, color="rgba(110,110,110,1)")))
 
 
 def _height(n_rows: int) -> int:
@@ -87,11 +82,13 @@ def padded_batch(tokens: Sequence[Sequence[str]], is_pad: np.ndarray, title: str
                  pad_name: str) -> go.Figure:
     """The (B, N) grid of a padded batch: pads shaded, each cell showing its token."""
     is_pad = np.asarray(is_pad, bool)
+    scale = [[0, TOKEN_CELL], [1, PAD_CELL]]  # opaque, so the text colour does not depend on the theme
     fig = go.Figure(go.Heatmap(
         z=is_pad.astype(float), x=np.arange(is_pad.shape[1]), y=np.arange(is_pad.shape[0]), zmin=0, zmax=1,
-        colorscale=[[0, "rgba(31,119,180,0.25)"], [1, MASK_COLOUR]], showscale=False, xgap=2, ygap=2,
-        text=np.asarray(tokens, dtype=object), texttemplate="%{text}", textfont=dict(size=12),
+        colorscale=scale, showscale=False, xgap=2, ygap=2, text=np.asarray(tokens, dtype=object),
         hovertemplate=f"{y_title} %{{y}}, {x_title} %{{x}}: %{{text}}<br>{pad_name}: %{{z}}<extra></extra>"))
+    annotate_cells(fig, is_pad.astype(float), np.asarray(tokens, dtype=object), colorscale=scale, zmin=0, zmax=1,
+                   size=12)
     fig.update_xaxes(title_text=x_title, tickmode="array", tickvals=list(range(is_pad.shape[1])), showgrid=False)
     fig.update_yaxes(title_text=y_title, tickmode="array", tickvals=list(range(is_pad.shape[0])), showgrid=False,
                      autorange="reversed")

@@ -9,7 +9,7 @@ from collections.abc import Mapping, Sequence
 import numpy as np
 import plotly.graph_objects as go
 
-from .common import LINE_COLOURS, matrix_heatmap
+from .common import LINE_COLOURS, annotate_cells, matrix_heatmap
 
 MARGIN = dict(l=10, r=10, t=50, b=10)
 
@@ -54,6 +54,7 @@ def similarity_heatmap(sim: np.ndarray, idx: Sequence[int], *, title: str, axis_
     """Position-by-position similarity (rows p top to bottom, columns q), signed colours centred on 0."""
     fig = matrix_heatmap(sim, _labels(idx), _labels(idx), title=title, x_title=axis_title, y_title=axis_title,
                          value_name=value_name, signed=True, height=height or _height(len(idx), square=True))
+    fig.update_yaxes(scaleanchor="x", scaleratio=1, constrain="domain")  # square cells, whatever the width
     return _sparse_ticks(fig, idx, idx, max_ticks)
 
 
@@ -119,9 +120,10 @@ def rotation_heatmap(m: np.ndarray, *, title: str, axis_title: str, value_name: 
     """The block-diagonal rotation M_k (or its top-left corner), values printed in the cells when small."""
     fig = matrix_heatmap(m, title=title, x_title=axis_title, y_title=axis_title, value_name=value_name,
                          signed=True, zmin=-1.0, zmax=1.0, height=_height(len(m), square=True))
+    fig.update_yaxes(scaleanchor="x", scaleratio=1, constrain="domain")
     if len(m) <= 12:  # numbers in the non-zero cells only, so the 2x2 blocks stand out
         text = np.where(m != 0, np.char.mod("%.2f", m), "")
-        fig.update_traces(text=text, texttemplate="%{text}", textfont=dict(size=11), selector=dict(type="heatmap"))
+        _annotate(fig, m, text)
     fig.update_xaxes(tickangle=0)
     return fig
 
@@ -170,7 +172,7 @@ def worked_heatmap(rows: np.ndarray, row_names: Sequence[str], *, title: str, x_
     fig = matrix_heatmap(rows, row_names, [str(j) for j in range(rows.shape[1])], title=title, x_title=x_title,
                          y_title=y_title, value_name=value_name, signed=True, height=120 + 48 * len(rows))
     if rows.shape[1] <= 16:
-        fig.update_traces(texttemplate="%{z:.4f}", selector=dict(type="heatmap"))
+        _annotate(fig, rows, np.char.mod("%.4f", rows))
     return fig
 
 
@@ -179,8 +181,14 @@ def weights_heatmap(weights: np.ndarray, tokens: Sequence[str], *, title: str, x
     """Attention weights (query rows x key columns), probability scale 0..1, numbers in the cells."""
     fig = matrix_heatmap(weights, tokens, tokens, title=title, x_title=x_title, y_title=y_title,
                          value_name=value_name, height=160 + 34 * len(tokens))
-    fig.update_traces(texttemplate="%{z:.2f}", selector=dict(type="heatmap"))
+    _annotate(fig, weights, np.char.mod("%.2f", weights))
     return fig
+
+
+def _annotate(fig: go.Figure, z: np.ndarray, text: np.ndarray) -> None:
+    """Numbers on the cells of a matrix_heatmap, each black or white by contrast with its own cell."""
+    base = fig.data[0]
+    annotate_cells(fig, z, text, colorscale=base.colorscale, zmin=base.zmin, zmax=base.zmax)
 
 
 def difference_heatmap(diff: np.ndarray, tokens: Sequence[str], *, title: str, x_title: str, y_title: str,

@@ -25,18 +25,22 @@ def _layout(fig: go.Figure, title: str, height: int = 360, legend_below: float |
 
 
 def histogram(values: np.ndarray, *, name: str, colour: str, x_title: str, y_title: str, title: str,
-              theory_variance: float | None = None, theory_name: str = "", bins: int = 60) -> go.Figure:
-    """Histogram of values as a probability density, with the N(0, theory_variance) density drawn over it."""
+              theory_variance: float | None = None, theory_name: str = "", bins: int = 60,
+              x_range: float | None = None) -> go.Figure:
+    """Histogram of values as a probability density, with the N(0, theory_variance) density drawn over it.
+
+    x_range: a fixed x axis [-x_range, x_range] (the same for every d_k and for both histograms of a pair, so a
+    wider distribution looks wider); None fits the axis to the data."""
     values = np.asarray(values, dtype=float).ravel()
     fig = go.Figure(go.Histogram(x=values, nbinsx=bins, histnorm="probability density", name=name,
                                  marker_color=colour, opacity=0.75,
                                  hovertemplate=f"{x_title}: %{{x}}<br>{y_title}: %{{y:.4g}}<extra></extra>"))
     if theory_variance is not None and values.size:
-        half = max(np.abs(values).max(), 4 * np.sqrt(theory_variance))
-        x = np.linspace(-half, half, 301)
+        half = max(np.abs(values).max(), 4 * np.sqrt(theory_variance), x_range or 0.0)
+        x = np.linspace(-half, half, 1201 if x_range else 301)  # fine enough for a narrow curve on a wide axis
         fig.add_trace(go.Scatter(x=x, y=normal_pdf(x, theory_variance), mode="lines", name=theory_name, line=dict(color=REFERENCE_COLOUR,
                                  dash="dash", width=2), hovertemplate=f"{x_title}: %{{x:.3g}}<extra></extra>"))
-    fig.update_xaxes(title_text=x_title)
+    fig.update_xaxes(title_text=x_title, range=[-x_range, x_range] if x_range else None)
     fig.update_yaxes(title_text=y_title)
     return _layout(fig, title)
 

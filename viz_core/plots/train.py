@@ -26,28 +26,33 @@ def training_curves(runs: Sequence[tuple[str, Sequence[dict]]], *, x_key: str = 
     runs: (name, history) with history a list of metric dicts (keys step, seconds, loss, token_acc, val_exact).
     marker_x draws a vertical line on both panels (e.g. the step of the snapshot being shown).
     """
-    fig = make_subplots(rows=1, cols=2, subplot_titles=(loss_title, acc_title), horizontal_spacing=0.12)
     multi = len(runs) > 1
+    acc_panel = acc_title
+    if multi:  # one legend entry per run (its colour); the line styles are named under the right panel's title
+        acc_panel = f"{acc_title}<br><sup>··· {train_acc_name}</sup><br><sup>━● {val_name}</sup>"
+    fig = make_subplots(rows=1, cols=2, subplot_titles=(loss_title, acc_panel), horizontal_spacing=0.12)
     for i, (name, history) in enumerate(runs):
         colour = LINE_COLOURS[i % len(LINE_COLOURS)]
         x = _column(history, x_key)
         prefix = f"{name}: " if multi else ""
-        fig.add_trace(go.Scatter(x=x, y=_column(history, "loss"), mode="lines", name=f"{prefix}{loss_name}",
+        fig.add_trace(go.Scatter(x=x, y=_column(history, "loss"), mode="lines", name=name if multi else loss_name,
                                  line=dict(color=colour), legendgroup=name), row=1, col=1)
         fig.add_trace(go.Scatter(x=x, y=_column(history, "token_acc"), mode="lines", name=f"{prefix}{train_acc_name}",
-                                 line=dict(color=colour, dash="dot"), legendgroup=name), row=1, col=2)
+                                 line=dict(color=colour, dash="dot"), legendgroup=name, showlegend=not multi),
+                      row=1, col=2)
         evals = [h for h in history if h.get("evaluated") and h.get("val_exact") is not None]
         fig.add_trace(go.Scatter(x=_column(evals, x_key), y=_column(evals, "val_exact"), mode="lines+markers",
                                  name=f"{prefix}{val_name}", line=dict(color=colour), marker=dict(size=5),
-                                 legendgroup=name), row=1, col=2)
+                                 legendgroup=name, showlegend=not multi), row=1, col=2)
     if marker_x is not None:
         for col in (1, 2):
             fig.add_vline(x=marker_x, line=dict(color=MASK_COLOUR, dash="dash"), row=1, col=col)
     fig.update_xaxes(title_text=x_title)
     fig.update_yaxes(title_text=loss_title, rangemode="tozero", row=1, col=1)
     fig.update_yaxes(title_text=acc_title, range=[0, 1.02], row=1, col=2)
-    fig.update_layout(height=height, margin=dict(l=10, r=10, t=40, b=10),
-                      legend=dict(orientation="h", yanchor="top", y=-0.25, x=0))
+    # the legend sits under the figure (container coordinates), in a bottom margin of its own: never on an axis title
+    fig.update_layout(height=height + (90 if multi else 40), margin=dict(l=10, r=10, t=100 if multi else 40, b=70),
+                      legend=dict(orientation="h", yref="container", yanchor="bottom", y=0.0, x=0))
     return fig
 
 
@@ -156,10 +161,13 @@ def attention_matrix(weights: np.ndarray, row_labels: Sequence[str], col_labels:
 def compare_bars(names: Sequence[str], values: Sequence[float], *, title: str = "", x_title: str = "",
                  y_title: str = "") -> go.Figure:
     """One bar per run (e.g. final held-out accuracy or tokens per second)."""
+    big = max((abs(v) for v in values), default=0) >= 1000  # e.g. tokens per second: 43,812, not 4.38e+04
     fig = go.Figure(go.Bar(x=list(names), y=list(values), marker_color=list(LINE_COLOURS[: len(names)]),
-                           text=[f"{v:.3g}" for v in values], textposition="auto",
-                           hovertemplate=f"{x_title}: %{{x}}<br>{y_title}: %{{y:.4g}}<extra></extra>"))
+                           text=[f"{v:,.0f}" if big else f"{v:.3g}" for v in values], textposition="auto",
+                           hovertemplate=f"{x_title}: %{{x}}<br>{y_title}: %{{y:{',.0f' if big else '.4g'}}}"
+                                         "<extra></extra>"))
     fig.update_xaxes(title_text=x_title, type="category")
-    fig.update_yaxes(title_text=y_title, rangemode="tozero")
-    fig.update_layout(title=dict(text=title), height=300, margin=dict(l=10, r=10, t=50, b=10))
+    fig.update_yaxes(title_text=y_title, rangemode="tozero", tickformat=",~r" if big else None,
+                     title_font=dict(size=12), automargin=True)
+    fig.update_layout(title=dict(text=title), height=380, margin=dict(l=10, r=10, t=50, b=10))
     return fig

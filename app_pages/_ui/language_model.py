@@ -1,0 +1,106 @@
+"""Helpers of the Language-model page: shipped checkpoints and untrained variant models (shared, read-only caches),
+the session's own trained models, and its training job (app_pages/_ui/jobs.py: its own thread, never a script run).
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+import streamlit as st
+import torch
+
+from viz_core.errors import InputError, report_unexpected
+from viz_core.lm import DecoderLM, LMConfig
+from viz_core.lm_generate import time_per_token
+from viz_core.lm_training import LanguageModel, LMTrainConfig, LMTrainer, load_lm
+from viz_core.threads import thread_budget
+
+from . import jobs
+
+CHECKPOINTS = Path(__file__).resolve().parents[2] / "viz_core" / "checkpoints"
+JOB = "lm"                        # this session's training job
+MODELS_KEY, RESULT_KEY = "lm.models", "lm.result"
+TIMING_LENGTHS = [8, 32, 64, 128, 192, 256, 384, 511]
+
+
+@st.cache_resource(show_spinner=False)
+def shipped(task: str) -> LanguageModel | None:
+    """The checkpoint shipped for a task (read-only, shared by every session), or None."""
+    path = CHECKPOINTS / f"lm_{task}"
+    return load_lm(path) if (path / "config.json").exists() else None
+
+
+@st.cache_resource(show_spinner=False)
+def variant_model(n_kv_heads: int, vocab: int, max_len: int) -> DecoderLM:
+    """An untrained decoder (seed 0) with n_kv_heads key/value heads, for the KV-cache demonstrations."""
+    torch.manual_seed(0)
+    cfg = LMConfig(vocab=vocab, d_ff=256, max_len=max_len, n_kv_heads=n_kv_heads)
+    return DecoderLM(cfg).eval()
+
+
+@st.cache_data(show_spinner=False, max_entries=8)
+def timings(n_kv_heads: int) -> dict[str, list[float]]:
+    """Seconds per new token with and without the cache at TIMING_LENGTHS (measured once per server)."""
+    model = variant_model(n_kv_heads, 128, TIMING_LENGTHS[-1] + 1)
+    with torch.inference_mode(), thread_budget(1):  # one thread: steadier on a shared server
+        return {"cache": time_per_token(model, TIMING_LENGTHS, True, repeats=5),
+                "full": time_per_token(model, TIMING_LENGTHS, False, repeats=5)}
+
+
+# ---------------------------------------------------------------- the session's models
+def user_models() -> dict:
+    """task -> LanguageModel trained in this session."""
+    return st.session_state.setdefault(MODELS_KEY, {})
+
+
+def current(task: str) -> tuple[LanguageModel | None, str]:
+    """The model the page shows for a task: the session's own ("trained"), else the shipped one."""
+    own = user_models().get(task)
+    return (own, "trained") if own is not None else (shipped(task), "shipped")
+
+
+def forget(task: str) -> None:
+    user_models().pop(task, None)
+
+
+# ---------------------------------------------------------------- the training job
+def running() -> bool:
+    return jobs.running(JOB)
+
+
+def start(settings: dict, kv_heads: int | None = None) -> None:
+    """Button callback: build the trainer from the settings frozen now and start it as this session's job."""
+    if running():
+        return
+    cfg = LMTrainConfig.from_dict(settings)
+    trainer = LMTrainer(cfg)
+    if kv_heads is not None and kv_heads != trainer.model_cfg.kv_heads:
+        trainer = LMTrainer(cfg, LMConfig.from_dict(trainer.model_cfg.to_dict() | {"n_kv_heads": kv_heads}))
+    st.session_state.pop(RESULT_KEY, None)
+    jobs.start(JOB, trainer.run(), on_stop=trainer.request_stop, trainer=trainer, task=cfg.task)
+
+
+def stop() -> None:
+    jobs.stop(JOB)
+
+
+def collect_finished() -> None:
+    """Take a finished job out of the session: keep its model and say why it stopped."""
+    job = jobs.pop(JOB)
+    if job is None:
+        return
+    trainer, task = job.info["trainer"], job.info["task"]
+    if job.status == "error":
+        st.session_state[RESULT_KEY] = ("failed", report_unexpected(job.error, "lm job"), task, trainer.step)
+    elif trainer.reason == "nan":
+        st.session_state[RESULT_KEY] = ("error", "nan", task, trainer.step)
+    elif trainer.step > 0:
+        user_models()[task] = trainer.language_model()
+        st.session_state[RESULT_KEY] = ("ok", trainer.reason or job.status, task, trainer.step)
+
+
+def safe(fn, *args, **kw):
+    """fn(*args, **kw), or (None, error) for bad input: the page shows the error and keeps working."""
+    try:
+        return fn(*args, **kw), None
+    except InputError as exc:
+        return None, exc

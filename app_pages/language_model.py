@@ -1,0 +1,389 @@
+"""Language-model page: our own small GPT-style decoder. Induction heads forming during training, character-level
+generation step by step, and the KV cache (growth, exactness, speed).
+
+Reads top to bottom: intro -> the running job's progress (a fragment, seen from every tab) -> tabs (induction,
+generate, KV cache); only the open tab is drawn. Training runs in its own thread (app_pages/_ui/jobs.py).
+"""
+import numpy as np
+import streamlit as st
+
+from app_pages import _ui as ui
+from app_pages._ui import jobs
+from app_pages._ui import language_model as lu
+from viz_core.induction import induction_targets
+from viz_core.lm import LMConfig, cache_bytes
+from viz_core.lm_generate import cache_difference, generate
+from viz_core.lm_training import LMTrainConfig, probe_ids
+from viz_core.plots import lm as plots
+from viz_core.training import pick_device
+
+ui.setup("language_model")  # state under the page's url path; its title in locales/language_model.json,
+# every other string in locales/lm.json
+t = ui.t
+
+TABS = ("induction", "generate", "cache")
+KV_CHOICES = {"mha": None, "gqa": 2, "mqa": 1}  # with 4 query heads
+PHASE_THRESHOLD = 0.5
+
+
+# ---------------------------------------------------------------- shared pieces
+def describe(lm, origin: str, task: str) -> None:
+    info = lm.info
+    st.info(t(f"lm.origin_{origin}", steps=info.get("steps", "?"), seconds=info.get("seconds", "?"),
+              device=info.get("device", "cpu"), params=f"{info.get('params', 0):,}"))
+    if origin == "trained" and lu.shipped(task) is not None:
+        st.button(t("lm.reset"), key=f"lm.reset_{task}", on_click=lu.forget, args=(task,))
+
+
+def train_controls(task: str) -> None:
+    """Settings (frozen when the run starts), the device, and the Train / Stop buttons."""
+    with st.expander(t("lm.settings")):
+        c = st.columns(4)
+        seconds = ui.slider(t("lm.seconds"), 5, 120, f"{task}_seconds", 60 if task == "induction" else 30,
+                            container=c[0], help=t("lm.seconds_help"))
+        batch = ui.selectbox(t("lm.batch"), [16, 32, 64], f"{task}_batch", 32, container=c[1])
+        lr = ui.select_slider(t("lm.lr"), [3e-4, 1e-3, 2e-3, 3e-3], f"{task}_lr", 1e-3, container=c[2],
+                              format_func=lambda v: f"{v:g}")
+        seed = ui.number(t("lm.seed"), 0, 10_000, f"{task}_seed", 0, container=c[3])
+        c = st.columns(2)
+        kv = ui.radio(t("lm.kv_kind"), list(KV_CHOICES), f"{task}_kv", "mha", container=c[0],
+                      format_func=lambda k: t(f"lm.kv_{k}"))
+        force_cpu = ui.checkbox(t("lm.force_cpu"), f"{task}_cpu", False, container=c[1])
+    device = pick_device(force_cpu)
+    st.caption(t("lm.device", device=str(device)))
+    settings = LMTrainConfig(task=task, max_seconds=float(seconds), batch_size=batch, lr=lr, seed=int(seed),
+                             force_cpu=force_cpu).to_dict()
+    busy = lu.running()
+    c1, c2 = st.columns(2)
+    c1.button(t("lm.train"), key=f"lm.go_{task}", type="primary", disabled=busy, on_click=lu.start,
+              args=(settings, KV_CHOICES[kv] or 4))
+    c2.button(t("lm.stop"), key=f"lm.stop_{task}", disabled=not busy, on_click=lu.stop)
+
+
+def phase_step(history) -> int | None:
+    """The first evaluated step where the best induction score passed PHASE_THRESHOLD."""
+    return next((h["step"] for h in history if h.get("evaluated") and (h.get("induction") or 0) > PHASE_THRESHOLD),
+                None)
+
+
+def phase_figs(history, marker_x=None) -> list:
+    """Losses and best scores over training (two figures)."""
+    px = phase_step(history)
+    return list(plots.phase_panels(history, x_title=t("lm.step"), loss_title=t("lm.loss"),
+                                   first_name=t("lm.first_loss"), repeat_name=t("lm.repeat_loss"),
+                                   score_title=t("lm.score"), prev_name=t("lm.best_prev"),
+                                   ind_name=t("lm.best_ind"), marker_x=marker_x, phase_x=px,
+                                   phase_name=t("lm.phase") if px else ""))
+
+
+def map_figs(prev, ind) -> list:
+    """The previous-token and induction score of every head (layer x head), two figures."""
+    return [plots.score_map(z, title=t(f"lm.{name}_score"), x_title=t("lm.head"), y_title=t("lm.layer"),
+                            value_name=t("lm.score")) for z, name in ((prev, "prev"), (ind, "ind"))]
+
+
+def phase_figures(history, key: str, marker_x=None) -> None:
+    draw_pairs(phase_figs(history, marker_x), key)
+
+
+def score_maps(prev, ind, key: str) -> None:
+    draw_pairs(map_figs(prev, ind), key)
+
+
+def draw_pairs(figs: list, key: str) -> None:
+    """Figures two by two in columns (a phone stacks them)."""
+    for start in range(0, len(figs), 2):
+        for col, fig, i in zip(st.columns(2), figs[start: start + 2], range(start, start + 2)):
+            with col:
+                ui.plot(fig, key=f"{key}_{i}")
+
+
+def chars_loss_figure(history):
+    return plots.loss_curves(history, x_title=t("lm.step"), y_title=t("lm.loss"), train_name=t("lm.train_loss"),
+                             val_name=t("lm.val_loss"))
+
+
+# ---------------------------------------------------------------- the running job (a fragment redraws it)
+def draw_job(job) -> None:
+    trainer, task = job.info["trainer"], job.info["task"]
+    if job.status == "queued":
+        st.info(t("lm.queued", n=job.queue_position))
+        st.button(t("lm.stop"), key="lm.queue_stop", on_click=lu.stop)
+        return
+    m = job.latest
+    share = min(1.0, trainer.seconds / trainer.train_cfg.max_seconds)
+    text = t("lm.progress", task=t(f"lm.task_{task}"), step=trainer.step, seconds=f"{trainer.seconds:.1f}",
+             total=f"{trainer.train_cfg.max_seconds:.0f}")
+    if m is not None and m.induction is not None:
+        text += " · " + t("lm.progress_ind", first=f"{m.first_loss:.2f}", rep=f"{m.repeat_loss:.2f}",
+                          ind=f"{m.induction:.2f}")
+    st.progress(1.0 if job.done else share, text=text)
+    st.button(t("lm.stop"), key="lm.live_stop", on_click=lu.stop, disabled=job.done)
+    draw_pairs(live_figures(job, task, list(trainer.history)), "lm.live")
+
+
+def live_figures(job, task: str, history: list) -> list:
+    """The live charts, rebuilt only when a new evaluation arrived: building plotly figures holds the GIL, and
+    redrawing them every REFRESH_S would slow the training thread down."""
+    evals = [h for h in history if h.get("evaluated")]
+    stamp = (job.id, len(evals), ui.lang())
+    cached = st.session_state.get("lm.live_figs")
+    if cached is not None and cached[0] == stamp:
+        return cached[1]
+    if not evals:
+        figs = []
+    elif task == "induction":
+        figs = phase_figs(history) + map_figs(evals[-1]["prev_map"], evals[-1]["ind_map"])
+    else:
+        figs = [chars_loss_figure(history)]
+    st.session_state["lm.live_figs"] = (stamp, figs)
+    return figs
+
+
+def show_result() -> None:
+    result = st.session_state.get(lu.RESULT_KEY)
+    if result is None:
+        return
+    status, reason, task, step = result
+    if status == "failed":
+        st.error(t("common.unexpected_error", error_id=reason))
+    elif status == "error":
+        st.error(t("lm.reason_nan", step=step))
+    else:
+        st.success(t(f"lm.reason_{reason}", step=step, task=t(f"lm.task_{task}")))
+
+
+# ---------------------------------------------------------------- induction tab
+def induction_tab() -> None:
+    st.markdown(t("lm.ind_intro"))
+    ui.latex(r"\mathrm{prev}(h) = \frac{1}{N-1}\sum_{i=1}^{N-1} A^h_{i,\,i-1}")
+    ui.latex(r"\mathrm{ind}(h) = \frac{1}{|S|}\sum_{i \in S} A^h_{i,\,j(i)+1},\quad "
+             r"j(i) = \max\{\, j < i : x_j = x_i \,\}")
+    lm, origin = lu.current("induction")
+    train_controls("induction")
+    if lm is None:
+        st.warning(t("lm.no_model"))
+        return
+    describe(lm, origin, "induction")
+    story(lm)
+    own_sequence(lm)
+
+
+def story(lm) -> None:
+    snaps = lm.snapshots
+    st.subheader(t("lm.story"))
+    st.markdown(t("lm.story_explain"))
+    if not snaps:
+        st.info(t("lm.no_snapshots"))
+        return
+    i = ui.slider(t("lm.snapshot"), 0, len(snaps) - 1, "snap", len(snaps) - 1) if len(snaps) > 1 else 0
+    snap = snaps[i]
+    st.caption(t("lm.snap_at", step=snap.step, prev=f"{snap.prev.max():.2f}", ind=f"{snap.induction.max():.2f}"))
+    phase_figures(lm.history, "story", marker_x=snap.step)
+    score_maps(snap.prev, snap.induction, "lm.maps")
+    head_patterns(lm, snap)
+    downloads(lm)
+
+
+def head_patterns(lm, snap) -> None:
+    """The previous-token head and the induction head (chosen by the final scores) at the snapshot's step."""
+    final = lm.snapshots[-1]
+    prev_head = np.unravel_index(np.argmax(final.prev), final.prev.shape)
+    ind_head = np.unravel_index(np.argmax(final.induction), final.induction.shape)
+    probe = lm.tokenizer.labels(_probe_ids(lm))
+    targets = induction_targets(probe)
+    st.markdown(t("lm.patterns_explain"))
+    c1, c2 = st.columns(2)
+    for col, (layer, head), kind, marks in (
+            (c1, prev_head, "prev", [(i, i - 1) for i in range(1, len(probe))]),
+            (c2, ind_head, "ind", [(i, int(j)) for i, j in enumerate(targets) if j >= 0])):
+        score = (snap.prev if kind == "prev" else snap.induction)[layer, head]
+        title = t(f"lm.{kind}_head", layer=int(layer), head=int(head), score=f"{score:.2f}")
+        with col:
+            ui.plot(plots.attention_marked(snap.maps[layer, head], probe, title=title, x_title=t("lm.key"),
+                                           y_title=t("lm.query"), value_name=t("lm.weight"), marks=marks,
+                                           mark_name=t(f"lm.{kind}_marks")), key=f"lm.pattern_{kind}")
+
+
+def _probe_ids(lm) -> list[int]:
+    return probe_ids(lm.train_cfg, lm.tokenizer)
+
+
+def downloads(lm) -> None:
+    snaps = lm.snapshots
+    c1, c2 = st.columns(2)
+    with c1:
+        ui.download(t("lm.download_snaps"), ui.npz_bytes(
+            steps=[s.step for s in snaps], prev=np.stack([s.prev for s in snaps]),
+            induction=np.stack([s.induction for s in snaps]), maps=np.stack([s.maps for s in snaps]).astype(np.float32),
+            tokens=lm.tokenizer.labels(_probe_ids(lm))), "induction_snapshots.npz", "application/octet-stream",
+            key="lm.dl_snaps")
+    rows = [h for h in lm.history if h.get("evaluated")]
+    csv = "step,seconds,loss,first_loss,repeat_loss,prev_token,induction\n" + "\n".join(
+        ",".join(str(h.get(k, "")) for k in ("step", "seconds", "loss", "first_loss", "repeat_loss", "prev_token",
+                                              "induction")) for h in rows)
+    with c2:
+        ui.download(t("lm.download_curves"), csv, "induction_curves.csv", "text/csv", key="lm.dl_curves")
+
+
+def own_sequence(lm) -> None:
+    st.subheader(t("lm.own"))
+    default = " ".join(lm.tokenizer.itos[i] for i in _probe_ids(lm))
+    text = ui.text(t("lm.own_input"), "seq", default, max_chars=400, help=t("lm.own_help", max=lm.tokenizer.size - 1))
+    result, err = lu.safe(lm.attention, text)
+    if err is not None:
+        ui.show_error(err)
+        return
+    prev, ind = lm.head_scores(text)
+    score_maps(prev, ind, "lm.own_maps")
+    c = st.columns(2)
+    layer = ui.selectbox(t("lm.layer"), list(range(lm.config.n_layers)), "layer", lm.config.n_layers - 1,
+                         container=c[0])
+    head = ui.selectbox(t("lm.head"), list(range(lm.config.n_heads)), "head", int(np.argmax(ind[layer])),
+                        container=c[1])
+    marks = [(i, int(j)) for i, j in enumerate(induction_targets(result.tokens)) if j >= 0]
+    ui.plot(plots.attention_marked(result.weights[layer, head], result.tokens, x_title=t("lm.key"),
+                                   title=t("lm.layer_head", layer=layer, head=head), y_title=t("lm.query"),
+                                   value_name=t("lm.weight"), marks=marks, mark_name=t("lm.ind_marks")),
+            key="lm.own_attn")
+    ui.download(t("lm.download_attn"), ui.npz_bytes(tokens=result.tokens, weights=result.weights, prev=prev,
+                                                    induction=ind), "attention.npz", "application/octet-stream",
+                key="lm.dl_attn")
+
+
+# ---------------------------------------------------------------- generate tab
+def generate_tab() -> None:
+    st.markdown(t("lm.gen_intro"))
+    ui.latex(r"p_i = \frac{e^{z_i / T}}{\sum_j e^{z_j / T}},\quad "
+             r"\text{top-}k:\ \text{the } k \text{ largest } p_i,\quad "
+             r"\text{top-}p:\ \min\, S \text{ with } \sum_{i\in S} p_i \ge p")
+    lm, origin = lu.current("chars")
+    train_controls("chars")
+    if lm is None:
+        st.warning(t("lm.no_model"))
+        return
+    describe(lm, origin, "chars")
+    if lm.history:
+        with st.expander(t("lm.curves")):
+            ui.plot(chars_loss_figure(lm.history), key="lm.chars_curves")
+    prompt, settings = generation_settings(lm)
+    ids, err = lu.safe(lm.encode, prompt)
+    if err is not None:
+        ui.show_error(err)
+        return
+    trace = generate(lm.model, ids, **settings)
+    st.markdown(t("lm.output"))
+    st.code(lm.tokenizer.decode(trace.ids), language=None, wrap_lines=True)
+    if trace.steps:
+        step_view(lm, trace)
+
+
+def generation_settings(lm):
+    prompt = ui.text(t("lm.prompt"), "prompt", "The cat ", max_chars=80, help=t("lm.prompt_help"))
+    c = st.columns(5)
+    n_new = ui.slider(t("lm.n_new"), 1, 60, "n_new", 40, container=c[0])
+    temp = ui.slider(t("lm.temperature"), 0.0, 2.0, "temp", 0.8, step=0.05, container=c[1],
+                     help=t("lm.temperature_help"))
+    top_k = ui.slider(t("lm.top_k"), 0, 40, "top_k", 0, container=c[2], help=t("lm.top_k_help"))
+    top_p = ui.slider(t("lm.top_p"), 0.05, 1.0, "top_p", 0.95, step=0.05, container=c[3])
+    seed = ui.number(t("lm.gen_seed"), 0, 10_000, "gen_seed", 0, container=c[4])
+    return prompt, dict(n_new=n_new, temperature=temp, top_k=top_k, top_p=top_p, seed=int(seed))
+
+
+def step_view(lm, trace) -> None:
+    n = len(trace.steps)
+    k = ui.slider(t("lm.gen_step"), 1, max(n, 2), "gen_step", 1) if n > 1 else 1
+    k = min(k, n)
+    s = trace.steps[k - 1]
+    so_far = trace.ids[: len(trace.prompt) + k - 1]
+    labels = lm.tokenizer.labels(so_far)
+    chosen = lm.tokenizer.labels([s.token])[0]
+    st.caption(t("lm.step_caption", step=k, chosen=chosen, p=f"{s.sampled[s.token]:.3f}"))
+    c1, c2 = st.columns([2, 3])
+    with c1:
+        ui.plot(plots.next_token_bars(s.probs, s.sampled, lm.tokenizer.labels(range(lm.tokenizer.size)), s.token,
+                                      title=t("lm.bars_title", step=k), x_title=t("lm.probability"),
+                                      y_title=t("lm.token"), model_name=t("lm.model_probs"),
+                                      sampled_name=t("lm.sampled_probs")), key="lm.bars")
+    with c2:
+        ui.plot(plots.attention_row(s.attention, labels, title=t("lm.row_title", step=k), x_title=t("lm.key"),
+                                    y_title=t("lm.layer_head_axis"), value_name=t("lm.weight")), key="lm.row")
+    vocab = lm.tokenizer.labels(range(lm.tokenizer.size))
+    csv = "step,token,p_token\n" + "\n".join(
+        f"{i + 1},{vocab[st_.token]},{st_.sampled[st_.token]:.6f}" for i, st_ in enumerate(trace.steps))
+    ui.download(t("lm.download_gen"), ui.npz_bytes(vocab=vocab, tokens=[vocab[i] for i in trace.ids],
+                                                   probs=np.stack([x.probs for x in trace.steps]),
+                                                   sampled=np.stack([x.sampled for x in trace.steps])),
+                "generation.npz", "application/octet-stream", key="lm.dl_gen")
+    ui.download(t("lm.download_gen_csv"), csv, "generation.csv", "text/csv", key="lm.dl_gen_csv")
+
+
+# ---------------------------------------------------------------- KV-cache tab
+def cache_tab() -> None:
+    st.markdown(t("lm.cache_intro"))
+    ui.latex(r"\text{bytes} = 2 \cdot L \cdot B \cdot H_{kv} \cdot T \cdot d_k \cdot 4")
+    lm, _ = lu.current("chars")
+    vocab, max_len = (lm.config.vocab, lm.config.max_len) if lm is not None else (128, 96)
+    kind = ui.radio(t("lm.kv_kind"), list(KV_CHOICES), "cache_kv", "mha", format_func=lambda k: t(f"lm.kv_{k}"))
+    model = lu.variant_model(KV_CHOICES[kind] or 4, vocab, max_len)
+    st.caption(t("lm.cache_model", layers=model.cfg.n_layers, heads=model.cfg.n_heads, kv=model.cfg.kv_heads,
+                 d_k=model.cfg.d_model // model.cfg.n_heads))
+    length = ui.slider(t("lm.cache_len"), 2, max_len, "cache_len", min(48, max_len))
+    cache_growth(model, length)
+    exactness(model, length)
+    speed(kind)
+
+
+def cache_growth(model, length: int) -> None:
+    trace = generate(model, [0], length - 1, temperature=0.0)
+    rows = [{t("lm.col_layer"): i, t("lm.col_k"): str(shape), t("lm.col_v"): str(shape),
+             t("lm.col_bytes"): f"{2 * int(np.prod(shape)) * 4:,}"} for i, shape in enumerate(trace.cache_shapes[-1])]
+    st.markdown(t("lm.cache_table", tokens=length - 1, total=f"{trace.cache_bytes[-1]:,}"))
+    st.dataframe(rows, hide_index=True)
+    steps = list(range(1, length))
+    series = [(t(f"lm.kv_{k}"), [cache_bytes(_cfg(model, kv), n) / 1024 for n in steps])
+              for k, kv in KV_CHOICES.items()]
+    series.append((t("lm.measured"), [b / 1024 for b in trace.cache_bytes]))
+    ui.plot(plots.lines(steps, series, x_title=t("lm.tokens_cached"), y_title=t("lm.kib"),
+                        title=t("lm.growth_title"), markers_only=[t("lm.measured")]), key="lm.growth")
+    csv = "tokens," + ",".join(name for name, _ in series) + "\n" + "\n".join(
+        f"{n}," + ",".join(f"{s[1][i]:.4f}" for s in series) for i, n in enumerate(steps))
+    ui.download(t("lm.download_cache"), csv, "kv_cache_bytes.csv", "text/csv", key="lm.dl_cache")
+
+
+def _cfg(model, kv) -> LMConfig:
+    return LMConfig.from_dict(model.cfg.to_dict() | {"n_kv_heads": kv})
+
+
+def exactness(model, length: int) -> None:
+    ids = list(np.random.default_rng(0).integers(0, model.cfg.vocab, length))
+    diff = cache_difference(model, [int(i) for i in ids])
+    st.markdown(t("lm.exact_explain"))
+    (st.success if diff < 1e-4 else st.warning)(t("lm.exact", diff=f"{diff:.2e}", n=length))
+
+
+def speed(kind: str) -> None:
+    st.markdown(t("lm.speed_explain"))
+    times = lu.timings(KV_CHOICES[kind] or 4)
+    st.button(t("lm.measure_again"), key="lm.remeasure", on_click=lu.timings.clear, help=t("lm.measure_help"))
+    series = [(t("lm.with_cache"), [1000 * x for x in times["cache"]]),
+              (t("lm.without_cache"), [1000 * x for x in times["full"]])]
+    ui.plot(plots.lines(lu.TIMING_LENGTHS, series, x_title=t("lm.tokens_before"), y_title=t("lm.ms_per_token"),
+                        title=t("lm.speed_title")), key="lm.speed")
+    csv = "tokens_before,ms_with_cache,ms_without_cache\n" + "\n".join(
+        f"{n},{a:.4f},{b:.4f}" for n, a, b in zip(lu.TIMING_LENGTHS, series[0][1], series[1][1]))
+    ui.download(t("lm.download_speed"), csv, "kv_cache_timing.csv", "text/csv", key="lm.dl_speed")
+
+
+# ---------------------------------------------------------------- page
+st.markdown(t("lm.intro"))
+ui.latex(r"x_{\ell+1} = x_\ell + \mathrm{Attn}(\mathrm{LN}(x_\ell)),\quad "
+         r"\mathrm{Attn} = \mathrm{softmax}\!\left(\frac{QK^\top}{\sqrt{d_k}} + M\right)V,\quad "
+         r"M_{ij} = -\infty \text{ for } j > i")
+lu.collect_finished()
+show_result()
+jobs.live(lu.JOB, draw_job)  # progress of a running job, above the tabs: seen from every tab
+
+tab, boxes = ui.tabs(TABS, "tab", format_func=lambda k: t(f"lm.tab_{k}"))
+with boxes[tab]:  # only the open tab is drawn
+    {"induction": induction_tab, "generate": generate_tab, "cache": cache_tab}[tab]()

@@ -1,0 +1,356 @@
+"""What a person waits for in the browser (issue #15). Prints a table; asserts nothing.
+
+  python bench/bench_browser.py                    # every row, 3 cold starts, 4 rounds of the rest
+  python bench/bench_browser.py --rows switch,sentence --rounds 5
+  python bench/bench_browser.py --rows cli --cli-runs 3
+
+Rows (medians; each bounded by --row-timeout, the whole script by --deadline):
+  cold      process start of `streamlit run app.py` -> the first heatmap of the Attention page visible in Chromium
+  switch    click a sidebar link -> the new page's script done and its first figure visible (warm server, fresh
+            session per round after one warm-up round)
+  sentence  type a new sentence in the Attention text box + Ctrl+Enter -> the heatmap shows the new tokens
+  train     click Train -> the first progress bar; click Stop -> the progress gone and "was stopped" shown
+  cli       `python -m viz_core.train --task reverse --max-seconds 30 --out DIR`, whole command, wall
+
+The server listens on 127.0.0.1 on a free port; Chromium is Debian's /usr/bin/chromium driven by Playwright.
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import random
+import re
+import shutil
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+APP_ROOT = ROOT  # the tree whose app.py the server runs (--app-root: compare two versions of the app, interleaved)
+sys.path.insert(0, str(ROOT))
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+
+from viz_core.i18n import t  # noqa: E402
+
+CHROMIUM = os.environ.get("CHROMIUM_PATH", "/usr/bin/chromium")
+CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
+                 "--disable-sync", "--disable-quic", "--no-first-run", "--disable-dev-shm-usage"]
+DONE = "[data-testid='stApp'][data-test-script-state='notRunning']"
+SWITCH_PAGES = ("mechanics", "scaling", "positions", "optimizers", "anatomy", "train", "attention")
+WORDS = ("the quick brown fox jumps over a lazy dog while seven curious cats watch it from an old red barn near "
+         "the river bank and three small birds sing loud songs in tall green trees every warm summer day").split()
+
+# JS: the script has finished and the page's first figure is drawn (plotly or, for pages without one, an iframe/img)
+_PAGE_READY = """([title]) => {
+  const app = document.querySelector("[data-testid='stApp']");
+  if (!app || app.getAttribute('data-test-script-state') !== 'notRunning') return false;
+  const main = document.querySelector("[data-testid='stMain']");
+  const h1 = main && main.querySelector('h1');
+  if (!h1 || !h1.innerText.includes(title)) return false;
+  if (main.querySelector("[data-stale='true']")) return false;
+  const fig = main.querySelector("[data-testid='stPlotlyChart'] .main-svg, [data-testid='stIFrame'], "
+                                 + "[data-testid='stImage'] img");
+  return !!fig && fig.getBoundingClientRect().height > 0;
+}"""
+# JS: the Attention page's heatmap is drawn with key categories different from `prev`
+_HEATMAP = """([prev]) => {
+  const app = document.querySelector("[data-testid='stApp']");
+  if (!app || app.getAttribute('data-test-script-state') !== 'notRunning') return false;
+  const gd = document.querySelector(".st-key-head_fig .js-plotly-plot");
+  if (!gd || !gd.data || !gd.data.length || !gd.querySelector('.main-svg')) return false;
+  const x = (gd.data[0].x || []).join('|');
+  return prev === null ? x.length > 0 : x !== prev;
+}"""
+FAILED: list[str] = []  # steps that ran past --row-timeout (reported under the table)
+_HEATMAP_X = """() => { const gd = document.querySelector(".st-key-head_fig .js-plotly-plot");
+  return gd && gd.data && gd.data.length ? (gd.data[0].x || []).join('|') : null; }"""
+
+
+# ---------------------------------------------------------------- server and browser
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def start_server(port: int, extra_env: dict | None = None) -> subprocess.Popen:
+    env = dict(os.environ, STREAMLIT_BROWSER_GATHER_USAGE_STATS="false", **(extra_env or {}))
+    return subprocess.Popen(
+        [sys.executable, "-m", "streamlit", "run", "app.py", "--server.headless", "true", "--server.port", str(port),
+         "--server.address", "127.0.0.1"], cwd=APP_ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.STDOUT)
+
+
+def wait_healthy(url: str, timeout_s: float = 60) -> None:
+    end = time.monotonic() + timeout_s
+    while time.monotonic() < end:
+        try:
+            urllib.request.urlopen(url + "/_stcore/health", timeout=1)
+            return
+        except OSError:
+            time.sleep(0.05)
+    raise TimeoutError("the server did not answer /_stcore/health")
+
+
+def stop_server(proc: subprocess.Popen) -> None:
+    proc.terminate()
+    try:
+        proc.wait(timeout=20)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait(timeout=10)
+
+
+class Server:
+    def __init__(self, extra_env: dict | None = None):
+        self.port = free_port()
+        self.url = f"http://127.0.0.1:{self.port}"
+        self.t0 = time.perf_counter()
+        self.proc = start_server(self.port, extra_env)
+
+    def __enter__(self):
+        wait_healthy(self.url)
+        return self
+
+    def __exit__(self, *exc):
+        stop_server(self.proc)
+
+
+def launch(pw):
+    return pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS, headless=True)
+
+
+def new_page(browser, width: int = 1400, height: int = 1000):
+    ctx = browser.new_context(viewport={"width": width, "height": height})
+    return ctx, ctx.new_page()
+
+
+def wait_done(page, timeout_ms: int) -> None:
+    page.wait_for_selector("[data-testid='stMain'] [data-testid='stElementContainer']", timeout=timeout_ms)
+    page.wait_for_timeout(300)
+    page.wait_for_selector(DONE, timeout=timeout_ms)
+
+
+# ---------------------------------------------------------------- rows
+def row_cold(pw, runs: int, timeout_s: float) -> list[float]:
+    """Process start -> the first heatmap visible (browser already running; it asks for the page as soon as the
+    server answers its health check, as a person reloading would)."""
+    browser = launch(pw)
+    out = []
+    try:
+        for _ in range(runs):
+            server = Server()
+            try:
+                wait_healthy(server.url, timeout_s)
+                ctx, page = new_page(browser)
+                page.goto(server.url + "/?lang=en", wait_until="commit")
+                page.wait_for_function(_HEATMAP, arg=[None], timeout=timeout_s * 1000, polling=50)
+                out.append(time.perf_counter() - server.t0)
+                ctx.close()
+            except Exception as exc:  # noqa: BLE001 - a run past the timeout is reported, the others go on
+                FAILED.append(f"cold start: {type(exc).__name__}")
+            finally:
+                stop_server(server.proc)
+    finally:
+        browser.close()
+    return out
+
+
+_WATCH = """() => { window.__t0 = performance.now(); window.__done = null;
+  const app = document.querySelector("[data-testid='stApp']");
+  if (window.__obs) window.__obs.disconnect();
+  window.__obs = new MutationObserver(() => {
+    if (app.getAttribute('data-test-script-state') === 'notRunning') window.__done = performance.now(); });
+  window.__obs.observe(app, {attributes: true, attributeFilter: ['data-test-script-state']}); }"""
+
+
+def switch_to(page, stem: str, timeout_s: float) -> tuple[float, float]:
+    """(click -> page ready, click -> the server's script run done as the browser saw it), in seconds."""
+    link = page.locator("[data-testid='stSidebar'] [data-testid='stPageLink-NavLink']").filter(
+        has_text=t(f"common.nav_{stem}", "en")).first
+    page.evaluate(_WATCH)
+    t0 = time.perf_counter()
+    link.click()
+    page.wait_for_function(_PAGE_READY, arg=[t(f"{stem}.title", "en")], timeout=timeout_s * 1000, polling=20)
+    total = time.perf_counter() - t0
+    script = page.evaluate("() => window.__done === null ? null : (window.__done - window.__t0) / 1000")
+    return total, script if script is not None else float("nan")
+
+
+def row_switch(browser, url: str, rounds: int, timeout_s: float) -> dict[str, list[tuple[float, float]]]:
+    """One warm-up round, then `rounds` rounds, each in a fresh session: Attention -> every page in sidebar order
+    -> back to Attention."""
+    times: dict[str, list[tuple[float, float]]] = {s: [] for s in SWITCH_PAGES}
+    for r in range(rounds + 1):
+        ctx, page = new_page(browser)
+        try:
+            page.goto(url + "/?lang=en", wait_until="domcontentloaded")
+            page.wait_for_function(_HEATMAP, arg=[None], timeout=timeout_s * 1000)
+            page.wait_for_timeout(300)
+            for stem in SWITCH_PAGES:
+                dt = switch_to(page, stem, timeout_s)
+                page.wait_for_timeout(300)
+                if r > 0:
+                    times[stem].append(dt)
+        except Exception as exc:  # noqa: BLE001 - this round ends; the next one starts afresh
+            FAILED.append(f"switch round {r}: {type(exc).__name__}")
+        finally:
+            ctx.close()
+    return times
+
+
+def sentence(n_tokens: int, rng: random.Random) -> str:
+    """n_tokens MiniLM tokens ([CLS] + n - 2 one-token words + [SEP]), different every call."""
+    return " ".join(rng.choice(WORDS) for _ in range(n_tokens - 2))
+
+
+def row_sentence(browser, url: str, n_tokens: int, runs: int, timeout_s: float, rng: random.Random) -> list[float]:
+    ctx, page = new_page(browser)
+    out = []
+    try:
+        page.goto(url + "/?lang=en", wait_until="domcontentloaded")
+        page.wait_for_function(_HEATMAP, arg=[None], timeout=timeout_s * 1000)
+        box = page.locator(".st-key-attention-text textarea")
+        for i in range(runs + 1):  # the first one warms this length's code paths
+            prev = page.evaluate(_HEATMAP_X)
+            box.fill(sentence(n_tokens, rng))
+            t0 = time.perf_counter()
+            box.press("Control+Enter")
+            page.wait_for_function(_HEATMAP, arg=[prev], timeout=timeout_s * 1000, polling=20)
+            if i > 0:
+                out.append(time.perf_counter() - t0)
+            page.wait_for_timeout(300)
+    except Exception as exc:  # noqa: BLE001
+        FAILED.append(f"sentence {n_tokens}: {type(exc).__name__}")
+    finally:
+        ctx.close()
+    return out
+
+
+def row_train(browser, url: str, runs: int, timeout_s: float) -> tuple[list[float], list[float]]:
+    """Train -> first progress bar; after 2 s of training, Stop -> no progress bar and "was stopped" shown."""
+    first, stop = [], []
+    stopped = t("train.reason_stopped", "en", step=0).split(" after ")[0]  # "Training was stopped"
+    for _ in range(runs):
+        ctx, page = new_page(browser)
+        try:
+            page.goto(url + "/train?lang=en&task=reverse", wait_until="domcontentloaded")
+            wait_done(page, int(timeout_s * 1000))
+            page.wait_for_timeout(500)
+            t0 = time.perf_counter()
+            page.locator(".st-key-train-go button").click()
+            page.wait_for_selector("[data-testid='stProgress']", timeout=timeout_s * 1000)
+            first.append(time.perf_counter() - t0)
+            page.wait_for_timeout(2000)
+            t0 = time.perf_counter()
+            page.locator(".st-key-train-stop button").click()
+            page.wait_for_function(
+                """([w]) => !document.querySelector("[data-testid='stProgress']")
+                    && document.querySelector("[data-testid='stMain']").innerText.includes(w)""",
+                arg=[stopped], timeout=timeout_s * 1000, polling=20)
+            stop.append(time.perf_counter() - t0)
+            page.wait_for_timeout(500)
+        except Exception as exc:  # noqa: BLE001
+            FAILED.append(f"train: {type(exc).__name__}")
+        finally:
+            ctx.close()
+    return first, stop
+
+
+def row_cli(runs: int, timeout_s: float) -> tuple[list[float], list[str]]:
+    out, accs = [], []
+    for _ in range(runs):
+        d = tempfile.mkdtemp(prefix="bench_rev_")
+        try:
+            t0 = time.perf_counter()
+            res = subprocess.run([sys.executable, "-m", "viz_core.train", "--task", "reverse", "--max-seconds", "30",
+                                  "--out", d], cwd=APP_ROOT, capture_output=True, text=True, timeout=timeout_s)
+            out.append(time.perf_counter() - t0)
+            acc = re.search(r"accuracy \(greedy, 1000 sequences\): ([0-9.]+)", res.stdout)
+            stop = re.search(r"stopped: (.*)\n", res.stdout)
+            accs.append(f"{float(acc.group(1)) * 100:.1f} % ({stop.group(1) if stop else '?'})" if acc else "?")
+        finally:
+            shutil.rmtree(d, ignore_errors=True)
+    return out, accs
+
+
+# ---------------------------------------------------------------- report
+def fmt(xs: list[float]) -> str:
+    if not xs:
+        return "–"
+    med = statistics.median(xs)
+    return f"{med:.2f} s (n={len(xs)}, {min(xs):.2f}–{max(xs):.2f})"
+
+
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--rows", default="cold,switch,sentence,train,cli")
+    p.add_argument("--cold-runs", type=int, default=3)
+    p.add_argument("--rounds", type=int, default=4, help="page-switch rounds and new sentences per length")
+    p.add_argument("--train-runs", type=int, default=3)
+    p.add_argument("--cli-runs", type=int, default=3)
+    p.add_argument("--row-timeout", type=float, default=90, help="seconds one step of a row may take")
+    p.add_argument("--deadline", type=float, default=900, help="the whole script stops by itself after this")
+    p.add_argument("--app-root", type=Path, default=ROOT, help="run the app (and the CLI) of this tree")
+    args = p.parse_args(argv)
+    global APP_ROOT
+    APP_ROOT = args.app_root.resolve()
+    rows = set(args.rows.split(","))
+    end = time.monotonic() + args.deadline
+    table: list[tuple[str, str, str]] = []
+    rng = random.Random(0)
+
+    def left() -> bool:
+        if time.monotonic() > end:
+            print("(deadline reached: the remaining rows were skipped)")
+            return False
+        return True
+
+    from playwright.sync_api import sync_playwright
+    with sync_playwright() as pw:
+        if "cold" in rows and left():
+            table.append(("open the app right after `streamlit run` (cold)", fmt(row_cold(pw, args.cold_runs,
+                                                                                        args.row_timeout)), "≤ 4 s"))
+        if rows & {"switch", "sentence", "train"} and left():
+            browser = launch(pw)
+            try:
+                with Server() as server:
+                    if "switch" in rows and left():
+                        sw = row_switch(browser, server.url, args.rounds, args.row_timeout)
+                        for stem in SWITCH_PAGES:
+                            script = [x[1] for x in sw[stem]]
+                            table.append((f"switch page in the sidebar → {t(f'common.nav_{stem}', 'en')}",
+                                          fmt([x[0] for x in sw[stem]]) + (
+                                              f"; script done at {statistics.median(script):.2f} s"
+                                              if script else ""), "≤ 0.8 s"))
+                    if "sentence" in rows:
+                        for n, goal in ((24, "≤ 0.5 s"), (512, "≤ 1.0 s")):
+                            if left():
+                                table.append((f"new sentence on Attention, {n} tokens",
+                                              fmt(row_sentence(browser, server.url, n, args.rounds, args.row_timeout,
+                                                               rng)), goal))
+                    if "train" in rows and left():
+                        first, stop = row_train(browser, server.url, args.train_runs, args.row_timeout)
+                        table.append(("press Train → first progress", fmt(first), "≤ 1 s"))
+                        table.append(("press Stop → progress gone, 'was stopped'", fmt(stop), "≤ 0.5 s"))
+            finally:
+                browser.close()
+    if "cli" in rows and left():
+        wall, accs = row_cli(args.cli_runs, max(args.row_timeout, 120))
+        table.append(("reverse task to ≥ 99 % (CLI, whole command)", fmt(wall) + "; " + ", ".join(accs), "≤ 15 s"))
+
+    print("\n| what the person does | median (runs, min–max) | goal |\n|---|---|---|")
+    for what, fig, goal in table:
+        print(f"| {what} | {fig} | {goal} |")
+    if FAILED:
+        print(f"\nsteps past the timeout (left out of the medians): {FAILED}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

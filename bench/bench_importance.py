@@ -1,0 +1,85 @@
+"""Head importance benchmarks. Prints figures; asserts nothing.
+
+  python bench/bench_importance.py            # add --naive to time 72 separate forwards too (slow)
+
+1. all 72 ablations of all-MiniLM-L6-v2 (6 layers x 12 heads) on a 24-token pair (12 + 12 tokens, each text encoded
+   on its own), zero and mean ablation: the growing batch (what head_importance uses), the plain 72-row batch (and
+   with --naive 72 separate forwards) (goal: <= 1.5 s on a 2-core CPU); wall-clock and process CPU time, medians;
+2. integrated gradients (32 steps) on the same pair;
+3. the same ablations at 128 tokens of a single text.
+"""
+from __future__ import annotations
+
+import os
+import statistics
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+
+
+def _sentence(n_tokens: int) -> str:
+    words = "the quick brown fox jumps over a lazy dog while seven curious cats watch it".split()
+    return " ".join(words[i % len(words)] for i in range(n_tokens - 2))  # + [CLS], [SEP]
+
+
+def _median(fn, reps: int) -> tuple[float, float]:
+    """(median wall seconds, median CPU seconds of this process) after one warm-up call."""
+    fn()
+    wall, cpu = [], []
+    for _ in range(reps):
+        t0, c0 = time.perf_counter(), time.process_time()
+        fn()
+        wall.append(time.perf_counter() - t0)
+        cpu.append(time.process_time() - c0)
+    return statistics.median(wall), statistics.median(cpu)
+
+
+def bench_ablation(m, reps: int) -> None:
+    from viz_core import ablation as hi
+    a, b = _sentence(12), "a lazy dog sleeps while the quick brown fox runs"
+    n = [len(m.tokenizer(x)["input_ids"]) for x in (a, b)]
+    print(f"1. 72 head ablations of {m.name}, pair of {n[0]} + {n[1]} tokens "
+          f"(torch threads: {__import__('torch').get_num_threads()}, median of {reps})")
+    obj = hi.objective(m, a, b)
+    plan = [(layer, head) for layer in range(m.n_layers) for head in range(m.n_heads)]
+    for method in hi.METHODS:
+        rows = {
+            "head_importance (growing batch)": lambda: hi.head_importance(m, a, b, method=method),
+            "plain 72-row batch": lambda: hi.ablated_scores(m, obj, plan, "self", method),
+        }
+        if method == "zero" and "--naive" in sys.argv:  # for scale: one forward per head (slow, so timed once)
+            rows["72 separate forwards"] = lambda: [hi.ablated_scores(m, obj, [p], "self", method) for p in plan]
+        for label, fn in rows.items():
+            wall, cpu = _median(fn, reps if "separate" not in label else 1)
+            print(f"   {method:4s}  {label:32s} {wall:6.3f} s wall   {cpu:6.3f} s CPU")
+
+
+def bench_attribution(m, reps: int) -> None:
+    from viz_core.attribution import token_attribution
+    a, b = _sentence(12), "a lazy dog sleeps while the quick brown fox runs"
+    for steps in (16, 32, 64):
+        wall, cpu = _median(lambda: token_attribution(m, a, b, steps=steps), reps)
+        gap = token_attribution(m, a, b, steps=steps).completeness_gap
+        print(f"2. integrated gradients, {steps:3d} steps, same pair: {wall:6.3f} s wall  {cpu:6.3f} s CPU  "
+              f"completeness gap {gap:+.1e}")
+
+
+def bench_long(m) -> None:
+    from viz_core.ablation import head_importance
+    text = _sentence(128)
+    wall, cpu = _median(lambda: head_importance(m, text), 3)
+    print(f"3. 72 ablations, single text of 128 tokens: {wall:6.3f} s wall  {cpu:6.3f} s CPU")
+
+
+if __name__ == "__main__":
+    from viz_core.pretrained import load_model
+    model = load_model()
+    print(f"load average before: {os.getloadavg()[0]:.2f} on {os.cpu_count()} CPUs")
+    bench_ablation(model, reps=5)
+    bench_attribution(model, reps=5)
+    bench_long(model)
+    print(f"load average after: {os.getloadavg()[0]:.2f}")

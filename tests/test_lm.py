@@ -1,0 +1,229 @@
+"""The decoder-only LM: causal attention (against torch's reference), the KV cache (exact for MHA / GQA / MQA),
+induction data and head scores (against hand-built patterns), sampling filters, training and checkpoints."""
+import numpy as np
+import pytest
+import torch
+import torch.nn.functional as F
+
+from viz_core.errors import InputError
+from viz_core.induction import (half_losses, head_scores, induction_score, induction_targets, previous_token_score,
+                                repeated_tokens)
+from viz_core.lm import DecoderLM, LMConfig, cache_bytes
+from viz_core.lm_generate import cache_difference, generate, sampling_probs, time_per_token
+from viz_core.lm_training import LMTrainConfig, LMTrainer, Tokenizer, load_lm, load_lm_files, lm_checkpoint_files
+
+
+@pytest.fixture(autouse=True, scope="module")
+def one_thread():
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(before)
+
+
+def tiny(n_kv_heads=None, d_ff=32, vocab=20, max_len=32, seed=0) -> DecoderLM:
+    torch.manual_seed(seed)
+    return DecoderLM(LMConfig(vocab=vocab, d_model=32, n_heads=4, n_kv_heads=n_kv_heads, n_layers=2, d_ff=d_ff,
+                              max_len=max_len)).eval()
+
+
+# ---------------------------------------------------------------- causal attention
+def test_causal_weights_rows_sum_to_one_and_the_future_is_zero():
+    model = tiny()
+    _, maps = model(torch.randint(0, 20, (3, 12)), capture=True)
+    for w in maps.values():  # (B, H, N, N)
+        assert w.shape == (3, 4, 12, 12)
+        torch.testing.assert_close(w.sum(-1), torch.ones(3, 4, 12))
+        assert torch.all(w.triu(diagonal=1) == 0)
+
+
+@pytest.mark.parametrize("kv", [None, 2, 1])
+def test_our_attention_equals_torch_sdpa_is_causal(kv):
+    model = tiny(n_kv_heads=kv)
+    attn = model.blocks[0].attn
+    x = torch.randn(2, 10, 32)
+    ours = attn(x, 0, capture={})  # explicit softmax(QK^T/sqrt(d_k) + M) V path
+    m = attn.mha
+    q = m._split(m.q_proj(x), m.n_heads)
+    k = m._expand_kv(m._split(m.k_proj(x), m.n_kv_heads))
+    v = m._expand_kv(m._split(m.v_proj(x), m.n_kv_heads))
+    ref = F.scaled_dot_product_attention(q, k, v, is_causal=True).transpose(1, 2).reshape(2, 10, 32)
+    torch.testing.assert_close(ours, m.o_proj(ref), atol=1e-5, rtol=1e-5)
+    torch.testing.assert_close(attn(x, 0), ours, atol=1e-5, rtol=1e-5)  # the fused training path agrees
+
+
+# ---------------------------------------------------------------- KV cache
+@pytest.mark.parametrize("kv", [None, 2, 1])
+def test_kv_cache_logits_equal_full_recomputation(kv):
+    model = tiny(n_kv_heads=kv)
+    ids = torch.randint(0, 20, (1, 24), generator=torch.Generator().manual_seed(1)).tolist()[0]
+    assert cache_difference(model, ids) < 1e-5
+    full, _ = model(torch.tensor([ids]))
+    cache = model.new_cache()
+    first, _ = model(torch.tensor([ids[:10]]), cache=cache)  # a prompt in one go, then token by token
+    rest = [model(torch.tensor([[t]]), cache=cache)[0] for t in ids[10:]]
+    torch.testing.assert_close(torch.cat([first] + rest, 1), full, atol=1e-5, rtol=1e-5)
+
+
+@pytest.mark.parametrize("kv, heads_kept", [(None, 4), (2, 2), (1, 1)])
+def test_cache_shapes_and_bytes_follow_the_formula(kv, heads_kept):
+    model = tiny(n_kv_heads=kv)
+    cache = model.new_cache()
+    model(torch.randint(0, 20, (1, 7)), cache=cache)
+    assert cache.length == 7 and cache.shapes() == [(1, heads_kept, 7, 8)] * 2
+    assert cache.nbytes() == cache_bytes(model.cfg, 7) == 2 * 2 * heads_kept * 7 * 8 * 4
+
+
+def test_generation_with_and_without_cache_is_identical():
+    model = tiny(n_kv_heads=2)
+    a = generate(model, [1, 2, 3], 12, temperature=0.9, top_k=5, top_p=0.9, seed=3, use_cache=True)
+    b = generate(model, [1, 2, 3], 12, temperature=0.9, top_k=5, top_p=0.9, seed=3, use_cache=False)
+    assert a.ids == b.ids and len(a.steps) == 12
+    for sa, sb in zip(a.steps, b.steps):
+        np.testing.assert_allclose(sa.probs, sb.probs, atol=1e-5)
+        assert sa.attention.shape == (2, 4, len(sa.attention[0, 0]))
+        np.testing.assert_allclose(sa.attention.sum(-1), 1.0, atol=1e-5)
+    assert [s[0][2] for s in a.cache_shapes] == list(range(3, 15))  # one more cached token per step
+
+
+def test_generation_stops_at_the_context_length():
+    model = tiny(max_len=8)
+    assert len(generate(model, [1, 2, 3], 50).ids) == 8
+
+
+def test_time_per_token_returns_one_figure_per_length():
+    model = tiny(max_len=64)
+    for use_cache in (True, False):
+        times = time_per_token(model, [4, 16, 63], use_cache, repeats=1)
+        assert len(times) == 3 and all(t > 0 for t in times)
+
+
+# ---------------------------------------------------------------- sampling
+def test_sampling_filters():
+    z = torch.tensor([3.0, 2.0, 1.0, 0.0])
+    assert sampling_probs(z, 0.0).tolist() == [1.0, 0.0, 0.0, 0.0]  # greedy
+    torch.testing.assert_close(sampling_probs(z, 1.0), torch.softmax(z, 0))
+    k2 = sampling_probs(z, 1.0, top_k=2)
+    assert (k2[2:] == 0).all() and abs(float(k2.sum()) - 1) < 1e-6
+    p = torch.softmax(z, 0)  # 0.644, 0.237, ...: top-p 0.7 keeps the first two, top-p 0.5 the first only
+    assert (sampling_probs(z, 1.0, top_p=0.7) > 0).tolist() == [True, True, False, False]
+    assert (sampling_probs(z, 1.0, top_p=0.5) > 0).tolist() == [True, False, False, False]
+    assert float(p[0]) > 0.5
+
+
+# ---------------------------------------------------------------- induction data and scores
+def test_repeated_tokens_repeat_their_segment():
+    ids, rep = repeated_tokens(16, 10, 50, torch.Generator().manual_seed(0), min_repeat=4)
+    assert ids.shape == (16, 20) and rep.shape == (16, 20)
+    for b in range(16):
+        length = 20 - int(rep[b].nonzero()[0]) + 1  # the copy starts one before the first repeated target
+        assert ids[b, 20 - length:].tolist() == ids[b, 20 - 2 * length: 20 - length].tolist()
+    fixed, rep = repeated_tokens(4, 6, 50, torch.Generator().manual_seed(1))
+    assert torch.equal(fixed[:, :6], fixed[:, 6:]) and rep[:, 7:].all() and not rep[:, :7].any()
+
+
+def test_half_losses_split_the_unpredictable_and_repeated_tokens():
+    ids, rep = repeated_tokens(2, 4, 10, torch.Generator().manual_seed(0))  # N = 8; targets 1..3 | 5..7
+    logits = torch.zeros(2, 8, 10)
+    logits[:, :-1].scatter_(2, ids[:, 1:, None], 100.0)  # perfect everywhere...
+    logits[:, :3] = 0.0  # ...except on the first-half targets 1..3: uniform, loss log 10
+    first, repeated = half_losses(logits, ids, rep)
+    assert abs(float(first) - np.log(10)) < 1e-5 and float(repeated) < 1e-6
+
+
+def test_induction_score_of_a_hand_built_pattern():
+    tokens = [5, 7, 9, 5, 7, 9]  # queries 3, 4, 5 have earlier occurrences at 0, 1, 2 -> targets 1, 2, 3
+    assert induction_targets(tokens).tolist() == [-1, -1, -1, 1, 2, 3]
+    w = np.zeros((6, 6))
+    w[np.arange(6), 0] = 1.0  # everyone looks at token 0...
+    w[3, :] = [0.0, 1.0, 0, 0, 0, 0]  # ...except query 3: all on its target
+    w[4, :] = [0.5, 0.0, 0.5, 0, 0, 0]  # query 4: half on its target
+    assert induction_score(w, tokens) == pytest.approx((1.0 + 0.5 + 0.0) / 3)
+    prev = np.eye(6, k=-1)
+    prev[0, 0] = 1.0
+    assert previous_token_score(prev) == 1.0
+    assert previous_token_score(w) == pytest.approx(1 / 5)  # only query 1 looks at its previous token (key 0)
+    p, ind = head_scores(np.stack([np.stack([w, prev])]), tokens)  # (L=1, H=2, N, N)
+    assert ind.shape == (1, 2) and ind[0, 0] == pytest.approx(0.5) and ind[0, 1] == 0.0
+
+
+def test_induction_targets_use_the_latest_earlier_occurrence():
+    assert induction_targets(["a", "b", "a", "c", "a"]).tolist() == [-1, -1, 1, -1, 3]
+
+
+# ---------------------------------------------------------------- training and checkpoints
+def quick_trainer(task="induction", steps=60):
+    cfg = LMTrainConfig(task=task, max_steps=steps, max_seconds=1e9, eval_every=20, force_cpu=True, half=8,
+                        min_repeat=4, context=32, batch_size=16)
+    return LMTrainer(cfg)
+
+
+@pytest.mark.parametrize("task", ["induction", "chars"])
+def test_a_short_run_reduces_the_loss(task):
+    trainer = quick_trainer(task, 80)
+    records = list(trainer.run())
+    assert records[-1].done and trainer.reason == "steps" and trainer.step == 80
+    assert records[-1].loss < records[0].loss
+    evals = [r for r in records if r.evaluated]
+    if task == "induction":
+        assert evals[-1].first_loss is not None and 0 <= evals[-1].induction <= 1
+        assert trainer.snapshots and trainer.snapshots[-1].maps.shape == (2, 4, 16, 16)
+        assert "ind_map" in trainer.history[-1]
+    else:
+        assert evals[-1].val_loss < np.log(trainer.tokenizer.size)
+
+
+def test_stop_request_ends_the_run():
+    trainer = quick_trainer(steps=10_000)
+    for m in trainer.run():
+        trainer.request_stop()
+    assert trainer.reason == "stopped" and m.done and trainer.step < 100
+
+
+def test_checkpoint_round_trip(tmp_path):
+    trainer = quick_trainer(steps=40)
+    list(trainer.run())
+    lm = trainer.language_model()
+    lm.save(tmp_path)
+    back = load_lm(tmp_path)
+    assert back.config == lm.config and back.tokenizer == lm.tokenizer and back.info == lm.info
+    assert [s.step for s in back.snapshots] == [s.step for s in lm.snapshots]
+    for a, b in zip(lm.model.state_dict().values(), back.model.state_dict().values()):
+        assert torch.equal(a, b)
+    text = "1 2 3 1 2 3"
+    np.testing.assert_array_equal(lm.attention(text).weights, back.attention(text).weights)
+    assert not list(tmp_path.glob("*.pt")) and not list(tmp_path.glob("*.pkl"))  # never pickle
+
+
+def test_damaged_checkpoint_is_an_input_error(tmp_path):
+    trainer = quick_trainer(steps=5)
+    list(trainer.run())
+    files = lm_checkpoint_files(trainer.language_model())
+    with pytest.raises(InputError) as err:
+        load_lm_files(files | {"model.safetensors": b"junk"})
+    assert err.value.code == "lm.ckpt_corrupt"
+    with pytest.raises(InputError):
+        load_lm(tmp_path / "nothing")
+
+
+def test_attention_of_text_and_bad_input():
+    trainer = quick_trainer(steps=5)
+    list(trainer.run())
+    lm = trainer.language_model()
+    res = lm.attention("3 1 4 1 5")
+    assert res.tokens == ["3", "1", "4", "1", "5"] and res.weights.shape == (2, 4, 5, 5)
+    for text, code in (("", "lm.empty_text"), ("3 x", "lm.unknown_token"), (" ".join(["1"] * 17), "lm.too_long")):
+        with pytest.raises(InputError) as err:
+            lm.attention(text)
+        assert err.value.code == code
+    chars = Tokenizer.for_task(LMTrainConfig(task="chars"))
+    assert chars.decode(chars.encode("The cat 小猫")) == "The cat 小猫"
+
+
+def test_shipped_induction_checkpoint_tells_the_story():
+    from pathlib import Path
+    lm = load_lm(Path(__file__).resolve().parents[1] / "viz_core" / "checkpoints" / "lm_induction")
+    last = [h for h in lm.history if h.get("evaluated")][-1]
+    assert last["induction"] > 0.5 and last["repeat_loss"] < 0.5 * last["first_loss"]
+    assert lm.snapshots[0].induction.max() < 0.2 < 0.5 < lm.snapshots[-1].induction.max()
+    assert lm.config.d_ff == 0 and lm.config.n_layers == 2  # attention-only, two layers

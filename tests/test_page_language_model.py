@@ -1,0 +1,123 @@
+"""AppTest of the Language-model page: opens on the shipped induction story, every tab draws, training runs as a
+background job and its model replaces the shipped one, bad input shows an error; English and Chinese."""
+import pytest
+import torch
+
+from tests.conftest import assert_clean, run_page, widget
+
+TIMEOUT = 240  # a first run loads torch and two checkpoints on a busy 2-core machine
+
+
+@pytest.fixture(autouse=True, scope="module")
+def one_thread():
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(before)
+
+
+def texts(elements) -> str:
+    return " ".join(str(e.value) for e in elements)
+
+
+def charts(at) -> list[str]:
+    return [c.proto.spec for c in at.get("plotly_chart")]
+
+
+def open_lm(query: dict):
+    return run_page("language_model", query, timeout=TIMEOUT)
+
+
+def finish_training(at, timeout: float = 120) -> None:
+    """Training runs in its own thread: wait for it, then rerun as the fragment would."""
+    job = at.session_state["_jobs.lm"]
+    assert job.join(timeout), "the training job did not finish"
+    at.run()
+
+
+@pytest.mark.parametrize("lang, title, tab_labels", [
+    ("en", "Language model", ["Induction heads", "Generate text", "KV cache"]),
+    ("zh", "语言模型", ["归纳头", "生成文本", "KV 缓存"]),
+])
+def test_opens_on_the_shipped_induction_story(lang, title, tab_labels):
+    at = open_lm({"lang": lang})
+    assert_clean(at)
+    assert at.title[0].value == title
+    assert [t.label for t in at.tabs] == tab_labels
+    assert ("shipped with the app" if lang == "en" else "随应用附带") in texts(at.info)
+    specs = " ".join(charts(at))
+    assert len(charts(at)) >= 5  # curves, score maps, two head patterns, own sequence maps, own attention
+    assert '"autorange":"reversed"' in specs
+    assert not at.error
+
+
+def test_snapshot_slider_moves_through_training():
+    at = open_lm({"lang": "en"})
+    at.slider(key="language_model.snap").set_value(0).run()
+    assert_clean(at)
+    assert "Step 0:" in texts(at.caption)
+
+
+@pytest.mark.parametrize("lang", ["en", "zh"])
+def test_generate_tab_draws_each_step(lang):
+    at = open_lm({"lang": lang, "tab": "generate", "n_new": "12", "temp": "0.0"})
+    assert_clean(at)
+    assert at.code[0].value.startswith("The cat ")
+    assert len(at.code[0].value) == len("The cat ") + 12
+    at.slider(key="language_model.gen_step").set_value(5).run()
+    assert_clean(at)
+    assert ("step 5" if lang == "en" else "第 5 步") in " ".join(charts(at))
+
+
+def test_cache_tab_proves_the_cache_exact_for_every_variant():
+    at = open_lm({"lang": "en", "tab": "cache", "cache_len": "20"})
+    assert_clean(at)
+    for kind in ("mha", "gqa", "mqa"):
+        widget(at, "radio", "language_model.cache_kv").set_value(kind).run()
+        assert_clean(at)
+        assert "max |logits with cache − logits recomputed| over 20 positions" in texts(at.success)
+    assert "(1, 1, 19, 16)" in str(at.dataframe[0].value)  # MQA: one key/value head
+
+
+def test_training_runs_as_a_job_and_replaces_the_shipped_model_zh():
+    at = open_lm({"lang": "zh", "induction_seconds": "5"})
+    at.button(key="lm.go_induction").click().run()
+    assert_clean(at)
+    assert at.session_state["_jobs.lm"] is not None
+    finish_training(at)
+    assert_clean(at)
+    lm = at.session_state["lm.models"]["induction"]
+    assert lm.info["steps"] > 0 and lm.history and lm.snapshots
+    assert "你训练的模型" in texts(at.info)
+    assert "归纳头" in texts(at.success)
+    assert at.button(key="lm.stop_induction").disabled
+
+
+def test_stop_button_stops_a_long_run():
+    at = open_lm({"lang": "en", "tab": "generate", "chars_seconds": "120"})
+    at.button(key="lm.go_chars").click().run()
+    job = at.session_state["_jobs.lm"]
+    at.button(key="lm.stop_chars").click().run()
+    assert job.join(60) and job.status in ("stopped", "done")
+    at.run()
+    assert_clean(at)
+    assert "was stopped" in texts(at.success)
+
+
+@pytest.mark.parametrize("lang, text, words", [
+    ("en", "3 x 4", "does not know the token “x”"),
+    ("zh", "3 x 4", "模型不认识词元“x”"),
+    ("en", " ".join(["1"] * 50), "this model reads at most 40"),
+])
+def test_bad_sequence_shows_an_error_not_an_exception(lang, text, words):
+    at = open_lm({"lang": lang})
+    at.text_input(key="language_model.seq").set_value(text).run()
+    assert_clean(at)
+    assert words in texts(at.error)
+
+
+def test_bad_prompt_shows_an_error():
+    at = open_lm({"lang": "en", "tab": "generate"})
+    at.text_input(key="language_model.prompt").set_value("Zebra ∑").run()
+    assert_clean(at)
+    assert "does not know the token" in texts(at.error)

@@ -1,0 +1,115 @@
+"""Figures of head importance (ablation) and token attribution. Inputs are arrays and strings only."""
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+import plotly.graph_objects as go
+from plotly.subplots import make_subplots
+
+from .common import LINE_COLOURS, matrix_heatmap, tick_labels
+
+SELECTED = "#e4572e"
+
+
+def importance_map(effect: np.ndarray, *, title: str, value_name: str, layer_label: str, head_label: str,
+                   selected: tuple[int, int] | None = None, value_format: str = ".4f") -> go.Figure:
+    """(layers, heads) signed effects on the diverging scale centred on 0, layer 0 at the top.
+
+    A transparent square marker per cell (trace 1, point index = layer * heads + head) carries the hover and
+    makes the cell clickable.
+    """
+    n_layers, n_heads = effect.shape
+    rows, cols = [f"{layer_label} {i}" for i in range(n_layers)], [f"{head_label} {j}" for j in range(n_heads)]
+    fig = matrix_heatmap(effect, rows, cols, title=title, x_title=head_label, y_title=layer_label,
+                         value_name=value_name, signed=True, value_format=value_format, height=140 + 44 * n_layers)
+    fig.update_traces(hoverinfo="skip", hovertemplate=None, selector=dict(type="heatmap"))
+    _cell_markers(fig, effect, layer_label, head_label, value_name, value_format)
+    short_axes(fig, n_layers, n_heads)
+    if selected is not None:
+        fig.add_shape(type="rect", x0=selected[1] - 0.5, x1=selected[1] + 0.5, y0=selected[0] - 0.5,
+                      y1=selected[0] + 0.5, line=dict(color=SELECTED, width=3))
+    fig.update_layout(clickmode="event+select", dragmode=False)
+    return fig
+
+
+def _cell_markers(fig: go.Figure, values: np.ndarray, layer_label: str, head_label: str, value_name: str,
+                  value_format: str) -> None:
+    n_layers, n_heads = values.shape
+    ll, hh = np.meshgrid(np.arange(n_layers), np.arange(n_heads), indexing="ij")
+    fig.add_trace(go.Scatter(
+        x=hh.ravel(), y=ll.ravel(), mode="markers", showlegend=False,
+        customdata=np.stack([ll.ravel(), hh.ravel(), values.ravel()], axis=-1),
+        hovertemplate=f"{layer_label} %{{customdata[0]}} · {head_label} %{{customdata[1]}}<br>{value_name}: "
+                      f"%{{customdata[2]:{value_format}}}<extra></extra>",
+        marker=dict(symbol="square", size=24, opacity=0.0)))
+
+
+def short_axes(fig: go.Figure, n_layers: int, n_heads: int) -> None:
+    """Numbers only on the ticks (the axis titles say layer / head), so 12 heads fit on a phone."""
+    fig.update_xaxes(tickvals=list(range(n_heads)), ticktext=[str(j) for j in range(n_heads)], tickangle=0)
+    fig.update_yaxes(tickvals=list(range(n_layers)), ticktext=[str(i) for i in range(n_layers)])
+
+
+def peak_vs_importance(peak: np.ndarray, effect: np.ndarray, *, peak_name: str, effect_name: str, layer_label: str,
+                       head_label: str, title: str = "", selected: tuple[int, int] | None = None) -> go.Figure:
+    """One point per head: how peaked its attention is (x) against the effect of knocking it out (y).
+
+    One trace, points in layer-major order (point index = layer * heads + head), coloured by layer.
+    """
+    n_layers, n_heads = effect.shape
+    ll, hh = np.meshgrid(np.arange(n_layers), np.arange(n_heads), indexing="ij")
+    colours = [LINE_COLOURS[i % len(LINE_COLOURS)] for i in ll.ravel()]
+    fig = go.Figure(go.Scatter(
+        x=peak.ravel(), y=effect.ravel(), mode="markers", showlegend=False,
+        customdata=np.stack([ll.ravel(), hh.ravel()], axis=-1),
+        marker=dict(size=10, color=colours, line=dict(width=0.5, color="rgba(0,0,0,0.4)")),
+        hovertemplate=f"{layer_label} %{{customdata[0]}} · {head_label} %{{customdata[1]}}<br>{peak_name}: "
+                      f"%{{x:.4f}}<br>{effect_name}: %{{y:.5f}}<extra></extra>"))
+    for layer in range(n_layers):  # a legend of the layer colours (legend-only traces, not clickable points)
+        fig.add_trace(go.Scatter(x=[None], y=[None], mode="markers", name=f"{layer_label} {layer}",
+                                 marker=dict(size=10, color=LINE_COLOURS[layer % len(LINE_COLOURS)])))
+    if selected is not None:
+        fig.add_trace(go.Scatter(x=[peak[selected]], y=[effect[selected]], mode="markers", showlegend=False,
+                                 hoverinfo="skip", marker=dict(size=18, color="rgba(0,0,0,0)",
+                                                               line=dict(width=3, color=SELECTED))))
+    fig.add_hline(y=0, line=dict(color="rgba(128,128,128,0.6)", width=1))
+    fig.update_xaxes(title_text=peak_name)
+    fig.update_yaxes(title_text=effect_name, zeroline=False)
+    fig.update_layout(title=dict(text=title), height=420, margin=dict(l=10, r=10, t=50, b=10),
+                      legend=dict(orientation="h", yanchor="bottom", y=-0.35, x=0),
+                      clickmode="event+select", dragmode=False)
+    return fig
+
+
+def attribution_bars(tokens: Sequence[str], series: dict[str, np.ndarray], *, token_label: str, share_label: str,
+                     signed: Sequence[str] = (), title: str = "", boundaries: Sequence[float] = ()) -> go.Figure:
+    """One bar row per method over the same tokens, each normalised to a share: s_i / sum_j |s_j|.
+
+    series: {method name: (N,) scores}; names in signed are drawn red (+) / blue (-) from the diverging scale.
+    Hover shows the token, its position, the share and the raw score. boundaries: x positions of dashed lines
+    between separately encoded texts (e.g. 7.5 between text A's 8 tokens and text B).
+    """
+    names = list(series)
+    fig = make_subplots(rows=len(names), cols=1, shared_xaxes=True, vertical_spacing=0.06, subplot_titles=names)
+    x = np.arange(len(tokens))
+    labels = [f"{tok} ·{i}" for i, tok in enumerate(tokens)]
+    for row, name in enumerate(names, start=1):
+        raw = np.asarray(series[name], dtype=float)
+        share = raw / max(float(np.abs(raw).sum()), 1e-12)
+        colour = np.where(share >= 0, "#b2182b", "#2166ac") if name in signed else LINE_COLOURS[row - 1]
+        fig.add_trace(go.Bar(x=x, y=share, marker_color=colour, showlegend=False, name=name,
+                             customdata=np.stack([np.asarray(labels, dtype=object), raw], axis=-1),
+                             hovertemplate=f"{name}<br>%{{customdata[0]}}<br>{share_label}: %{{y:.4f}}"
+                                           f"<br>= %{{customdata[1]:.6g}}<extra></extra>"), row=row, col=1)
+        fig.update_yaxes(title_text=share_label, row=row, col=1, zeroline=True,
+                         zerolinecolor="rgba(128,128,128,0.6)")
+    for x_line in boundaries:
+        fig.add_vline(x=float(x_line), line=dict(color="rgba(128,128,128,0.8)", width=1, dash="dash"))
+    ticks, text = tick_labels(tokens)
+    fig.update_xaxes(tickmode="array", tickvals=ticks, ticktext=text, tickangle=-60 if len(tokens) > 6 else 0,
+                     row=len(names), col=1, title_text=token_label)
+    fig.update_layout(title=dict(text=title), height=140 + 170 * len(names), margin=dict(l=10, r=10, t=60, b=10),
+                      bargap=0.15)
+    return fig
+

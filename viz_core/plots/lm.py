@@ -1,0 +1,154 @@
+"""Figures of the Language-model page: the induction phase change, head-score maps, attention with the induction
+targets marked, next-token distributions, KV-cache growth and generation timings.
+
+Data in (lists, numpy arrays, token strings, already-translated labels), go.Figure out; builders never see a model.
+"""
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+import plotly.graph_objects as go
+
+from .common import LINE_COLOURS, MASK_COLOUR, PROB_SCALE, annotate_cells, matrix_heatmap, tick_labels
+
+
+def _evals(history: Sequence[dict], key: str) -> tuple[list, list]:
+    rows = [h for h in history if h.get("evaluated") and h.get(key) is not None]
+    return [h["step"] for h in rows], [h[key] for h in rows]
+
+
+def phase_panels(history: Sequence[dict], *, x_title: str, loss_title: str, first_name: str, repeat_name: str,
+                 score_title: str, prev_name: str, ind_name: str, marker_x: float | None = None,
+                 phase_x: float | None = None, phase_name: str = "", height: int = 340) -> tuple[go.Figure, go.Figure]:
+    """(losses, scores): the loss on the unpredictable tokens vs the repeated tokens, and the best previous-token
+    and induction score over heads. A dashed line at marker_x (the snapshot shown), a dotted one at phase_x (the
+    phase change). Two figures, so that a narrow screen stacks them."""
+    panels = []
+    top = max([y for key in ("first_loss", "repeat_loss") for y in _evals(history, key)[1]] or [1.0])
+    loss_range = [0, 1.2 * top]  # head room for the phase-change label
+    for title, series, y_range in ((loss_title, (("first_loss", first_name, 0), ("repeat_loss", repeat_name, 1)),
+                                    loss_range),
+                                   (score_title, (("prev_token", prev_name, 2), ("induction", ind_name, 3)), [0, 1.02])):
+        fig = go.Figure()
+        for key, name, colour in series:
+            x, y = _evals(history, key)
+            fig.add_trace(go.Scatter(x=x, y=y, mode="lines", name=name, line=dict(color=LINE_COLOURS[colour]),
+                                     hovertemplate=f"{x_title}: %{{x}}<br>{name}: %{{y:.3f}}<extra></extra>"))
+        _step_lines(fig, marker_x, phase_x, phase_name)
+        fig.update_xaxes(title_text=x_title)
+        fig.update_yaxes(title_text=title, rangemode="tozero", range=y_range)
+        fig.update_layout(height=height, margin=dict(l=10, r=10, t=30, b=10),
+                          legend=dict(orientation="h", yanchor="top", y=-0.3, x=0))
+        panels.append(fig)
+    return panels[0], panels[1]
+
+
+def _step_lines(fig: go.Figure, marker_x, phase_x, phase_name: str) -> None:
+    if marker_x is not None:
+        fig.add_vline(x=marker_x, line=dict(color=MASK_COLOUR, dash="dash"))
+    if phase_x is not None:
+        fig.add_vline(x=phase_x, line=dict(color=MASK_COLOUR, dash="dot"), annotation_text=phase_name,
+                      annotation_position="top right", annotation_font_size=11)
+
+
+def score_map(z: np.ndarray, *, title: str, x_title: str, y_title: str, value_name: str,
+              height: int = 260) -> go.Figure:
+    """One layer x head map of a head score, layer 0 on top, fixed 0..1 scale, each cell labelled with its value."""
+    z = np.asarray(z, dtype=float)
+    fig = go.Figure(go.Heatmap(z=z, x=np.arange(z.shape[1]), y=np.arange(z.shape[0]), zmin=0, zmax=1,
+                               colorscale=PROB_SCALE, colorbar=dict(title=dict(text=value_name), thickness=12),
+                               hovertemplate=(f"{y_title}: %{{y}}<br>{x_title}: %{{x}}<br>{value_name}: "
+                                              f"%{{z:.3f}}<extra></extra>")))
+    annotate_cells(fig, z, np.char.mod("%.2f", z), colorscale=PROB_SCALE, zmin=0, zmax=1)
+    fig.update_xaxes(title_text=x_title, tickmode="linear", dtick=1)
+    fig.update_yaxes(title_text=y_title, tickmode="linear", dtick=1, autorange="reversed")
+    fig.update_layout(title=dict(text=title), height=height, margin=dict(l=10, r=10, t=50, b=10))
+    return fig
+
+
+def attention_marked(weights: np.ndarray, labels: Sequence[str], *, title: str, x_title: str, y_title: str,
+                     value_name: str, marks: Sequence[tuple[int, int]] = (), mark_name: str = "") -> go.Figure:
+    """One head's causal attention (N, N), query rows top to bottom, the future hatched; `marks` (row, col)
+    circled (e.g. where an induction head should look)."""
+    n = len(labels)
+    mask = np.triu(np.ones((n, n), dtype=bool), 1)
+    fig = matrix_heatmap(weights, labels, labels, title=title, x_title=x_title, y_title=y_title,
+                         value_name=value_name, mask=mask, height=min(680, 200 + 12 * n))
+    xt, xl = tick_labels([f"{j}:{tok}" for j, tok in enumerate(labels)], max_ticks=20)
+    yt, yl = tick_labels([f"{i}:{tok}" for i, tok in enumerate(labels)], max_ticks=40)
+    fig.update_xaxes(tickvals=xt, ticktext=xl, tickangle=-90, tickfont=dict(size=9))
+    fig.update_yaxes(tickvals=yt, ticktext=yl, tickfont=dict(size=9))
+    if marks:
+        rows, cols = zip(*marks)
+        fig.add_trace(go.Scatter(x=list(cols), y=list(rows), mode="markers", name=mark_name, hoverinfo="skip",
+                                 marker=dict(symbol="circle-open", size=9, color=LINE_COLOURS[1], line=dict(width=2))))
+        fig.update_layout(showlegend=True, legend=dict(orientation="h", yanchor="bottom", y=1.0, x=1,
+                                                       xanchor="right"))
+    return fig
+
+
+def next_token_bars(probs: np.ndarray, sampled: np.ndarray, labels: Sequence[str], chosen: int, *, top: int = 10,
+                    title: str, x_title: str, y_title: str, model_name: str, sampled_name: str) -> go.Figure:
+    """The top next-token probabilities: the model's softmax(z / T) and the filtered distribution drawn from;
+    the chosen token's label in brackets."""
+    probs, sampled = np.asarray(probs, float), np.asarray(sampled, float)
+    order = np.argsort(-probs)[:top]
+    names = [f"[{labels[i]}]" if i == chosen else str(labels[i]) for i in order]
+    fig = go.Figure()
+    for values, name, colour in ((probs, model_name, 0), (sampled, sampled_name, 1)):
+        fig.add_trace(go.Bar(x=values[order], y=names, orientation="h", name=name,
+                             marker_color=LINE_COLOURS[colour],
+                             hovertemplate=f"{y_title}: %{{y}}<br>{name}: %{{x:.4f}}<extra></extra>"))
+    fig.update_yaxes(title_text=y_title, autorange="reversed", type="category")
+    fig.update_xaxes(title_text=x_title, range=[0, 1])
+    fig.update_layout(title=dict(text=title), barmode="group", height=max(260, 80 + 36 * len(order)),
+                      margin=dict(l=10, r=10, t=50, b=10),
+                      legend=dict(orientation="h", yanchor="top", y=-0.25, x=0))
+    return fig
+
+
+def attention_row(rows: np.ndarray, labels: Sequence[str], *, title: str, x_title: str, y_title: str,
+                  value_name: str) -> go.Figure:
+    """The new token's attention over the tokens so far: one row per (layer, head), (L * H, T)."""
+    rows = np.asarray(rows, float)
+    n_layers, n_heads, n = rows.shape
+    names = [f"L{layer} H{head}" for layer in range(n_layers) for head in range(n_heads)]
+    fig = matrix_heatmap(rows.reshape(-1, n), names, labels, title=title, x_title=x_title, y_title=y_title,
+                         value_name=value_name, height=int(160 + 26 * len(names)))
+    fig.update_xaxes(tickangle=0)  # one character per column: upright labels read best
+    return fig
+
+
+def loss_curves(history: Sequence[dict], *, x_title: str, y_title: str, train_name: str, val_name: str,
+                height: int = 300) -> go.Figure:
+    """Training loss and held-out loss of the character model over steps."""
+    fig = go.Figure()
+    x = [h["step"] for h in history]
+    fig.add_trace(go.Scatter(x=x, y=[h["loss"] for h in history], mode="lines", name=train_name,
+                             line=dict(color=LINE_COLOURS[0])))
+    vx, vy = _evals(history, "val_loss")
+    fig.add_trace(go.Scatter(x=vx, y=vy, mode="lines+markers", name=val_name, line=dict(color=LINE_COLOURS[1])))
+    fig.update_xaxes(title_text=x_title)
+    fig.update_yaxes(title_text=y_title, rangemode="tozero")
+    fig.update_layout(height=height, margin=dict(l=10, r=10, t=20, b=10),
+                      legend=dict(orientation="h", yanchor="top", y=-0.3, x=0))
+    return fig
+
+
+def lines(x: Sequence, series: Sequence[tuple[str, Sequence[float]]], *, x_title: str, y_title: str,
+          title: str = "", log_y: bool = False, height: int = 320, markers_only: Sequence[str] = ()) -> go.Figure:
+    """Several named lines over the same x (cache bytes per variant, time per token with / without cache); the
+    series named in markers_only are drawn as open markers (e.g. a measurement on top of a formula's line)."""
+    fig = go.Figure()
+    for i, (name, y) in enumerate(series):
+        dots = name in markers_only
+        fig.add_trace(go.Scatter(x=list(x), y=list(y), mode="markers" if dots else "lines+markers", name=name,
+                                 line=dict(color=LINE_COLOURS[i % len(LINE_COLOURS)]),
+                                 marker=dict(symbol="circle-open", size=9) if dots else None,
+                                 hovertemplate=f"{x_title}: %{{x}}<br>{name}: %{{y:.4g}}<extra></extra>"))
+    fig.update_xaxes(title_text=x_title)
+    fig.update_yaxes(title_text=y_title, type="log" if log_y else "linear", rangemode="tozero")
+    fig.update_layout(title=dict(text=title), height=height, margin=dict(l=10, r=10, t=50 if title else 20, b=10),
+                      legend=dict(orientation="h", yanchor="top", y=-0.3, x=0))
+    return fig
