@@ -23,7 +23,7 @@ if [ ! -f .cache/axe/node_modules/axe-core/axe.min.js ]; then
     $SUDO apt-get update -qq
     DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq npm >/dev/null
   fi
-  npm install --no-save --no-audit --no-fund --prefix .cache/axe axe-core@4 >/dev/null
+  npm install --no-save --no-audit --no-fund --prefix .cache/axe axe-core@4.14.1 >/dev/null
 fi
 
 export HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 STREAMLIT_BROWSER_GATHER_USAGE_STATS=false
