@@ -64,8 +64,14 @@ def _click_contour(page, fx: float, fy: float) -> float:
     drag = page.locator("[data-testid='stPlotlyChart']").first.locator(".nsewdrag").first
     drag.wait_for(timeout=60_000)
     box = drag.bounding_box()
-    page.mouse.move(box["x"] + box["width"] * fx, box["y"] + box["height"] * fy, steps=4)
-    page.mouse.click(box["x"] + box["width"] * fx, box["y"] + box["height"] * fy)
+    x, y = box["x"] + box["width"] * fx, box["y"] + box["height"] * fy
+    page.mouse.move(x, y, steps=4)
+    # plotly takes the clicked point from its last (throttled) hover: rest on the spot first, as a person's pointer
+    # does, or a click right after a fast move reports a point on the way there
+    page.wait_for_timeout(400)
+    page.mouse.move(x + 1, y)
+    page.wait_for_timeout(200)
+    page.mouse.click(x, y)
     page.wait_for_timeout(500)
     wait_done(page)
     return _number(page, "Start x")
