@@ -2,7 +2,16 @@
 
 The sidebar links are drawn here (st.navigation's own menu is hidden) so that each link carries its page's state:
 a page comes back as the user left it, and a page switch is exactly one browser-history entry (see _ui/state.py).
+
+`streamlit run app.py` imports this file once as the server starts and finds `app` (an st.App): its lifespan starts
+the warm-up of the default model before the first visitor arrives (issue #15). Each visit then runs this file as a
+script (__name__ == "__main__"), which is the router below.
+
+pandas is imported here, before any page: plotly looks pandas up in sys.modules without importing it, so while one
+session's first page imported it, another session's figure could meet a half-initialised module and fail
+(bench/bench_load.py found this). Imported here, a concurrent first import waits on Python's import lock instead.
 """
+import pandas  # noqa: F401 - first, see the docstring
 import streamlit as st
 
 from app_pages import _ui as ui
@@ -11,27 +20,34 @@ from app_pages._ui.nav import PAGES
 from viz_core.i18n import LANGUAGE_NAMES, LANGUAGES, normalise_lang
 
 
-st.set_page_config(page_title="Attention Explorer", page_icon=":material/visibility:", layout="wide")
-ui.page_style()  # readable on phones and in both themes (captions' contrast, formulas that scroll)
+def main() -> None:
+    st.set_page_config(page_title="Attention Explorer", page_icon=":material/visibility:", layout="wide")
+    ui.page_style()  # readable on phones and in both themes (captions' contrast, formulas that scroll)
 
-nav_box = st.sidebar.container(key="nav")  # page links on top, filled once the language is known
-if state.is_history_navigation():  # Back / Forward: the address says which language was shown
-    st.session_state[ui.LANG_KEY] = normalise_lang(st.query_params.get(ui.LANG_KEY))
-ui.lang()  # seeds the radio's state from ?lang= before the widget exists
-st.sidebar.radio("Language / 语言", LANGUAGES, format_func=LANGUAGE_NAMES.get, key=ui.LANG_KEY, horizontal=True)
-lang = ui.lang()
+    nav_box = st.sidebar.container(key="nav")  # page links on top, filled once the language is known
+    if state.is_history_navigation():  # Back / Forward: the address says which language was shown
+        st.session_state[ui.LANG_KEY] = normalise_lang(st.query_params.get(ui.LANG_KEY))
+    ui.lang()  # seeds the radio's state from ?lang= before the widget exists
+    st.sidebar.radio("Language / 语言", LANGUAGES, format_func=LANGUAGE_NAMES.get, key=ui.LANG_KEY, horizontal=True)
+    lang = ui.lang()
 
-pages = {stem: st.Page(f"app_pages/{stem}.py", title=ui.t(f"common.nav_{stem}"), icon=icon, url_path=stem,
-                       default=(i == 0))
-         for i, (stem, icon) in enumerate(PAGES)}
-nav = st.navigation(list(pages.values()), position="hidden")
-with nav_box:
-    for stem, (_, icon) in zip(pages, PAGES):
-        st.page_link(pages[stem], label=ui.t(f"common.nav_{stem}"), icon=icon,
-                     query_params=state.page_address(stem, lang))
-st.sidebar.caption(ui.t("common.theme_hint"))
-try:
-    nav.run()
-finally:  # also after st.stop(): the address follows the page's state, in one history entry
-    state.sync_address()
-    warmup.start([ui.t("attention.default_text")])  # once per server, after the first page: the model, off-thread
+    pages = {stem: st.Page(f"app_pages/{stem}.py", title=ui.t(f"common.nav_{stem}"), icon=icon, url_path=stem,
+                           default=(i == 0))
+             for i, (stem, icon) in enumerate(PAGES)}
+    nav = st.navigation(list(pages.values()), position="hidden")
+    with nav_box:
+        for stem, (_, icon) in zip(pages, PAGES):
+            st.page_link(pages[stem], label=ui.t(f"common.nav_{stem}"), icon=icon,
+                         query_params=state.page_address(stem, lang))
+    st.sidebar.caption(ui.t("common.theme_hint"))
+    try:
+        nav.run()
+    finally:  # also after st.stop(): the address follows the page's state, in one history entry
+        state.sync_address()
+        warmup.start([ui.t("attention.default_text")])  # once per server, after the first page: the model, off-thread
+
+
+if __name__ == "__main__":  # a visitor's script run (also AppTest's)
+    main()
+else:  # imported by `streamlit run app.py` (or `uvicorn app:app`) to serve it
+    app = st.App(__file__, lifespan=warmup.lifespan)

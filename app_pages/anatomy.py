@@ -5,11 +5,11 @@ import streamlit as st
 
 from app_pages import _ui as ui
 from app_pages._ui import anatomy as cached
+from app_pages._ui.anatomy import figures as plots
+from app_pages._ui.anatomy import matrix_heatmap
 from viz_core import blocks
 from viz_core.anatomy import SHARING, readable_count
 from viz_core.errors import InputError
-from viz_core.plots import anatomy as plots
-from viz_core.plots.common import matrix_heatmap
 
 ui.setup("anatomy")
 t = ui.t

@@ -10,11 +10,11 @@ import streamlit as st
 from app_pages import _ui as ui
 from app_pages._ui import jobs
 from app_pages._ui import language_model as lu
+from app_pages._ui.language_model import figures as plots
 from viz_core.induction import induction_targets
 from viz_core.lm import LMConfig, cache_bytes
 from viz_core.lm_generate import cache_difference, generate
 from viz_core.lm_training import LMTrainConfig, probe_ids
-from viz_core.plots import lm as plots
 from viz_core.training import pick_device
 
 ui.setup("language_model")  # state under the page's url path; its title in locales/language_model.json,
@@ -66,10 +66,10 @@ def phase_step(history) -> int | None:
                 None)
 
 
-def phase_figs(history, marker_x=None) -> list:
-    """Losses and best scores over training (two figures)."""
+def phase_figs(history, marker_x=None, task: str | None = None) -> list:
+    """Losses and best scores over training (two figures); task: history is that of the model shown for it."""
     px = phase_step(history)
-    return list(plots.phase_panels(history, x_title=t("lm.step"), loss_title=t("lm.loss"),
+    return list(lu.phase_panels(history, task, x_title=t("lm.step"), loss_title=t("lm.loss"),
                                    first_name=t("lm.first_loss"), repeat_name=t("lm.repeat_loss"),
                                    score_title=t("lm.score"), prev_name=t("lm.best_prev"),
                                    ind_name=t("lm.best_ind"), marker_x=marker_x, phase_x=px,
@@ -82,8 +82,8 @@ def map_figs(prev, ind) -> list:
                             value_name=t("lm.score")) for z, name in ((prev, "prev"), (ind, "ind"))]
 
 
-def phase_figures(history, key: str, marker_x=None) -> None:
-    draw_pairs(phase_figs(history, marker_x), key)
+def phase_figures(history, key: str, marker_x=None, task: str | None = None) -> None:
+    draw_pairs(phase_figs(history, marker_x, task), key)
 
 
 def score_maps(prev, ind, key: str) -> None:
@@ -179,7 +179,7 @@ def story(lm) -> None:
     i = ui.slider(t("lm.snapshot"), 0, len(snaps) - 1, "snap", len(snaps) - 1) if len(snaps) > 1 else 0
     snap = snaps[i]
     st.caption(t("lm.snap_at", step=snap.step, prev=f"{snap.prev.max():.2f}", ind=f"{snap.induction.max():.2f}"))
-    phase_figures(lm.history, "story", marker_x=snap.step)
+    phase_figures(lm.history, "story", marker_x=snap.step, task="induction")
     score_maps(snap.prev, snap.induction, "lm.maps")
     head_patterns(lm, snap)
     downloads(lm)
@@ -210,14 +210,10 @@ def _probe_ids(lm) -> list[int]:
 
 
 def downloads(lm) -> None:
-    snaps = lm.snapshots
     c1, c2 = st.columns(2)
     with c1:
-        ui.download(t("lm.download_snaps"), ui.npz_bytes(
-            steps=[s.step for s in snaps], prev=np.stack([s.prev for s in snaps]),
-            induction=np.stack([s.induction for s in snaps]), maps=np.stack([s.maps for s in snaps]).astype(np.float32),
-            tokens=lm.tokenizer.labels(_probe_ids(lm))), "induction_snapshots.npz", "application/octet-stream",
-            key="lm.dl_snaps")
+        ui.download(t("lm.download_snaps"), lu.file_of(lm, "induction", snapshots_npz), "induction_snapshots.npz",
+                    "application/octet-stream", key="lm.dl_snaps")
     rows = [h for h in lm.history if h.get("evaluated")]
     csv = "step,seconds,loss,first_loss,repeat_loss,prev_token,induction\n" + "\n".join(
         ",".join(str(h.get(k, "")) for k in ("step", "seconds", "loss", "first_loss", "repeat_loss", "prev_token",
@@ -226,15 +222,23 @@ def downloads(lm) -> None:
         ui.download(t("lm.download_curves"), csv, "induction_curves.csv", "text/csv", key="lm.dl_curves")
 
 
+def snapshots_npz(lm) -> bytes:
+    snaps = lm.snapshots
+    return ui.npz_bytes(
+        steps=[s.step for s in snaps], prev=np.stack([s.prev for s in snaps]),
+        induction=np.stack([s.induction for s in snaps]), maps=np.stack([s.maps for s in snaps]).astype(np.float32),
+        tokens=lm.tokenizer.labels(_probe_ids(lm)))
+
+
 def own_sequence(lm) -> None:
     st.subheader(t("lm.own"))
     default = " ".join(lm.tokenizer.itos[i] for i in _probe_ids(lm))
     text = ui.text(t("lm.own_input"), "seq", default, max_chars=400, help=t("lm.own_help", max=lm.tokenizer.size - 1))
-    result, err = lu.safe(lm.attention, text)
+    analysis, err = lu.safe(lu.analyse, lm, "induction", text)
     if err is not None:
         ui.show_error(err)
         return
-    prev, ind = lm.head_scores(text)
+    result, (prev, ind) = analysis
     score_maps(prev, ind, "lm.own_maps")
     c = st.columns(2)
     layer = ui.selectbox(t("lm.layer"), list(range(lm.config.n_layers)), "layer", lm.config.n_layers - 1,

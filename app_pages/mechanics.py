@@ -5,9 +5,9 @@ import streamlit as st
 
 from app_pages import _ui as ui
 from app_pages._ui import mechanics as cached
+from app_pages._ui.mechanics import figures as figs
 from viz_core import mechanics as mech
 from viz_core.errors import InputError
-from viz_core.plots import mechanics as figs
 
 ui.setup("mechanics")
 

@@ -5,10 +5,10 @@ import streamlit as st
 
 from app_pages import _ui as ui
 from app_pages._ui import optimizers as cached
+from app_pages._ui.optimizers import figures as plots
 from viz_core import optimizers as opt
 from viz_core import schedules, surfaces
 from viz_core.errors import InputError
-from viz_core.plots import optimizers as plots
 
 NS = "optimizers"
 CHART_KEY = "optimizers.race_chart"

@@ -396,6 +396,8 @@ ui.latex(r"q_t(v) = (1-\varepsilon)\,\mathbf{1}[v = y_t] + \varepsilon / V")
 finished = tu.collect_finished()
 if finished is not None:
     finish_job(finished)
+jobs.live(tu.JOB, draw_job)  # progress of a running job, first thing under the intro: seen from every tab, and drawn
+#                              before the rest of the page when Train is pressed
 try:
     task = choose_task()
 except InputError as exc:
@@ -407,7 +409,6 @@ if model is not None:
     describe_model(model, origin)
 else:
     st.warning(t("train.no_model"))
-jobs.live(tu.JOB, draw_job)  # progress of a running job, above the tabs: seen from every tab
 
 tab, tabs = ui.tabs(TABS, "tab", format_func=lambda k: t(f"train.tab_{k}"))
 with tabs[tab]:  # only the open tab is drawn

@@ -42,7 +42,7 @@ CHROMIUM = os.environ.get("CHROMIUM_PATH", "/usr/bin/chromium")
 CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
                  "--disable-sync", "--disable-quic", "--no-first-run", "--disable-dev-shm-usage"]
 DONE = "[data-testid='stApp'][data-test-script-state='notRunning']"
-SWITCH_PAGES = ("mechanics", "scaling", "positions", "optimizers", "anatomy", "train", "attention")
+SWITCH_PAGES = ("mechanics", "scaling", "positions", "optimizers", "anatomy", "train", "language_model", "attention")
 WORDS = ("the quick brown fox jumps over a lazy dog while seven curious cats watch it from an old red barn near "
          "the river bank and three small birds sing loud songs in tall green trees every warm summer day").split()
 
@@ -242,13 +242,19 @@ def row_train(browser, url: str, runs: int, timeout_s: float) -> tuple[list[floa
             page.goto(url + "/train?lang=en&task=reverse", wait_until="domcontentloaded")
             wait_done(page, int(timeout_s * 1000))
             page.wait_for_timeout(500)
+            go = page.locator(".st-key-train-go button")
+            go.scroll_into_view_if_needed()  # the person scrolls to the button first: the clock starts at the click
+            page.wait_for_timeout(500)
             t0 = time.perf_counter()
-            page.locator(".st-key-train-go button").click()
+            go.click()
             page.wait_for_selector("[data-testid='stProgress']", timeout=timeout_s * 1000)
             first.append(time.perf_counter() - t0)
             page.wait_for_timeout(2000)
+            stop_button = page.locator(".st-key-train-stop button")
+            stop_button.scroll_into_view_if_needed()
+            page.wait_for_timeout(300)
             t0 = time.perf_counter()
-            page.locator(".st-key-train-stop button").click()
+            stop_button.click()
             page.wait_for_function(
                 """([w]) => !document.querySelector("[data-testid='stProgress']")
                     && document.querySelector("[data-testid='stMain']").innerText.includes(w)""",

@@ -1,25 +1,36 @@
-"""Many users at once (issue #12): real browser sessions against one local server. Prints figures; asserts nothing.
+"""Many users at once (issue #12): real Streamlit sessions against one local server. Prints figures; asserts nothing.
 
   python bench/bench_load.py                          # 20 browsing sessions, with 2 and then 0 training sessions
-  python bench/bench_load.py --browsers 10 --seconds 60 --trainers 2
+  python bench/bench_load.py --browsers 3 --seconds 20 --trainers 1
+  python bench/bench_load.py --chromium 2             # plus 2 real Chromium tabs changing the layer
 
-Each browsing session is a Playwright context in one Chromium: it opens the Attention page and then, until the time is
-up, changes the layer, types a new sentence, and now and then visits another page and comes back. The Attention
-page's rerun latency is timed from the action (option clicked / Ctrl+Enter) to the heatmap showing the new layer or
-the new tokens with the script done. Training sessions open the Train page and press Train again whenever their run
-has ended. A thread samples the server's RSS (psutil: the server process and its children) every 0.25 s.
+Each session is what a browser tab is to the server: one websocket to /_stcore/stream speaking Streamlit's protocol
+(bench/st_protocol.py: rerun_script BackMsgs with the page, query string and widget states; ForwardMsgs back), with no
+browser, so 20 + 2 sessions fit on the 2 cores the server runs on. A browsing session opens the Attention page and
+then, until the time is up, changes the layer (the layer selectbox's widget state), types a new sentence of 10-30
+random words (the text area's state), and now and then follows a sidebar link to another page and comes back, with
+1-3 s of think time between actions (a classroom, not a denial of service). Every rerun is checked: after a layer
+change the heatmap's title must name the new layer, after a new sentence its key tokens must be the new words, after
+a page switch the page's title must be the new page's; a page not as expected (e.g. an error shown instead) is a
+failed action, left out of the timings, and the session goes on. The Attention rerun latency (layer changes and new
+sentences) is the time from sending the BackMsg to receiving its script_finished: the server's whole work for that
+rerun, every delta sent, nothing of the browser's drawing. A training session opens the Train page (reverse task, --train-seconds
+per run), presses Train, answers the progress fragment's auto reruns every 0.5 s as a browser does, and presses Train
+again whenever its run has ended; it reports whether its run started or queued (the server allows one training job
+per two cores: viz_core.jobs, ATTN_MAX_TRAINING_JOBS) and how long it waited. A thread samples the server's RSS
+(psutil: the server process and its children) every 0.25 s.
 
-Bounded: --seconds per scenario (after the sessions have opened), a hard --deadline for the whole script; the server
-listens on 127.0.0.1 only and is stopped at the end. The server keeps its default training limit
-(viz_core.jobs: ATTN_MAX_TRAINING_JOBS, one job per two cores), so on a 2-core machine the second trainer queues.
+Bounded: sessions arrive spread over --arrival s, then run --seconds; one action may take --timeout s (past that,
+or on a lost connection, that session ends and is counted); the whole script stops by itself after --deadline s (a watchdog stops the server and
+exits). The server listens on 127.0.0.1 only, every connection goes to it, and it is stopped at the end.
 """
 from __future__ import annotations
 
 import argparse
 import asyncio
+import json
 import os
 import random
-import statistics
 import sys
 import threading
 import time
@@ -33,30 +44,13 @@ sys.path.insert(0, str(ROOT))
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 
-from bench_browser import CHROMIUM, CHROMIUM_ARGS, WORDS, Server  # noqa: E402
+from bench_browser import WORDS, Server  # noqa: E402
+from st_protocol import ProtocolError, Session  # noqa: E402
 from viz_core.i18n import t  # noqa: E402
 
-ARRIVAL_S = 15.0  # the sessions arrive spread over this many seconds
 OTHER_PAGES = ("positions", "scaling", "anatomy", "mechanics", "optimizers")
-_TITLE = """() => { const gd = document.querySelector(".st-key-head_fig .js-plotly-plot");
-  return gd && gd.layout && gd.layout.title ? String(gd.layout.title.text || '') : null; }"""
-_X = """() => { const gd = document.querySelector(".st-key-head_fig .js-plotly-plot");
-  return gd && gd.data && gd.data.length ? (gd.data[0].x || []).join('|') : null; }"""
-_READY = """([kind, value]) => {
-  const app = document.querySelector("[data-testid='stApp']");
-  if (!app || app.getAttribute('data-test-script-state') !== 'notRunning') return false;
-  const gd = document.querySelector(".st-key-head_fig .js-plotly-plot");
-  if (!gd || !gd.data || !gd.data.length || !gd.querySelector('.main-svg')) return false;
-  if (kind === 'title') return String((gd.layout.title || {}).text || '').includes(value);
-  if (kind === 'x') return (gd.data[0].x || []).join('|') !== value;
-  return true;
-}"""
-_PAGE = """([title]) => {
-  const app = document.querySelector("[data-testid='stApp']");
-  const h1 = document.querySelector("[data-testid='stMain'] h1");
-  return !!app && app.getAttribute('data-test-script-state') === 'notRunning' && !!h1 && h1.innerText.includes(title)
-    && !document.querySelector("[data-testid='stMain'] [data-stale='true']");
-}"""
+LAYER_KEY, TEXT_KEY, FIG_KEY = "attention.layer.en", "attention.text", "head_fig"
+GO_KEY, STOP_KEYS = "train.go", ("train.stop", "train.queue_stop")
 
 
 class Memory(threading.Thread):
@@ -81,127 +75,175 @@ class Memory(threading.Thread):
         return self.peak
 
 
-async def open_attention(page, url: str, timeout_ms: int) -> None:
-    await page.goto(url + "/?lang=en", wait_until="domcontentloaded", timeout=timeout_ms)
-    await page.wait_for_function(_READY, arg=["any", ""], timeout=timeout_ms)
+def new_stats() -> dict:
+    stats = {k: [] for k in ("open", "layer", "sentence", "page", "back", "errors", "failed", "first_progress",
+                             "queue_wait", "run_s", "chromium")}
+    return stats | {"queued": 0, "runs": 0, "actions": 0, "sessions_done": 0}
 
 
-async def browse(browser, url: str, end: float, rng: random.Random, stats: dict, timeout_ms: int) -> None:
-    """One visitor: change the layer, type a sentence, sometimes another page and back, until `end`."""
-    ctx = await browser.new_context(viewport={"width": 1400, "height": 1000})
-    ctx.set_default_timeout(timeout_ms)
-    page = await ctx.new_page()
+# ---------------------------------------------------------------- what the page shows
+def heatmap(s: Session) -> tuple[str, list[str]]:
+    """The one-head heatmap's title and key tokens, from the plotly spec the server sent."""
+    spec = json.loads(s.widget(FIG_KEY, "plotly_chart").proto.spec)
+    title = spec["layout"].get("title", {})
+    return str(title.get("text", "") if isinstance(title, dict) else title), list(spec["data"][0].get("x") or [])
+
+
+def page_title(s: Session) -> str:
+    heads = s.find("heading")
+    return heads[0].proto.body if heads else ""
+
+
+def check(ok: bool, what: str) -> None:
+    if not ok:
+        raise ProtocolError(f"wrong page after {what}")
+
+
+def shown_error(s: Session) -> str:
+    """What an error element on the page says (st.exception / st.error), if any."""
+    for el in s.find("exception"):
+        return f"exception {el.proto.type}: {el.proto.message[:80]}"
+    for el in s.find("alert"):
+        if el.proto.format == 1:  # ERROR
+            return f"error: {el.proto.body[:80]}"
+    return ""
+
+
+# ---------------------------------------------------------------- sessions
+async def browse(url: str, end: float, rng: random.Random, stats: dict, timeout: float) -> None:
+    """One visitor: change the layer, type a sentence, sometimes another page and back, until `end`. A page not as
+    expected (an error shown, a missing widget, the wrong layer) counts as a failed action and the visitor goes on;
+    a rerun past --timeout or a lost connection ends the visit."""
+    attention = t("common.nav_attention", "en")
+    action, s, t0 = "open", None, time.monotonic()
     try:
-        t0 = time.perf_counter()
-        await open_attention(page, url, timeout_ms)
-        stats["open"].append(time.perf_counter() - t0)
-        layer = 0
-        while time.monotonic() < end:
-            action = rng.choices(("layer", "sentence", "page"), weights=(4, 4, 1))[0]
-            t0 = time.perf_counter()
-            if action == "layer":
+        async with Session(url, timeout=timeout, auto_reruns=True) as s:
+            run = await s.open("/", "lang=en")
+            stats["open"].append(run.latency)
+            title = ""
+            while True:
+                await asyncio.sleep(rng.uniform(1.0, 3.0))  # a person reads, then acts
+                if time.monotonic() >= end:
+                    break
+                action = rng.choices(("layer", "sentence", "page"), weights=(4, 4, 1))[0]
+                try:
+                    title = await _act(s, action, rng, title, stats, attention)
+                    stats["actions"] += 1
+                except ProtocolError as exc:  # the page is not as expected: counted, and the visitor goes on
+                    stats["failed"].append(f"{action} at {time.monotonic() - t0:.0f} s: {exc} {shown_error(s)}"
+                                           .strip())
+        stats["sessions_done"] += 1
+    except Exception as exc:  # noqa: BLE001 - a stuck session is counted, the others go on
+        msg = str(exc).splitlines()[0][:120] if str(exc) else ""
+        stats["errors"].append(f"{type(exc).__name__} ({action}): {msg}")
+
+
+async def _act(s: Session, action: str, rng: random.Random, title: str, stats: dict, attention: str) -> str:
+    """One action of a visitor on the Attention page; returns the heatmap's title after it."""
+    if action == "layer":
+        box = s.widget(LAYER_KEY, "selectbox").proto
+        layer = rng.choice([o for o in box.options if f"Layer {o}," not in title])
+        run = await s.set_widget(box.id, string_value=layer)
+        title, _ = heatmap(s)
+        check(title.startswith(f"Layer {layer},"), f"layer {layer} (title {title!r})")
+        stats["layer"].append(run.latency)
+    elif action == "sentence":
+        words = [rng.choice(WORDS) for _ in range(rng.randint(10, 30))]
+        run = await s.set_widget(s.widget(TEXT_KEY, "text_area").id, string_value=" ".join(words))
+        title, keys = heatmap(s)
+        check([k.rsplit(" ·", 1)[0] for k in keys][1:1 + len(words)] == words, "a new sentence")
+        stats["sentence"].append(run.latency)
+    else:
+        stem = rng.choice(OTHER_PAGES)
+        run = await s.follow(t(f"common.nav_{stem}", "en"))
+        check(page_title(s) == t(f"{stem}.title", "en"), f"opening {stem}")
+        stats["page"].append(run.latency)
+        await asyncio.sleep(rng.uniform(1.0, 3.0))
+        run = await s.follow(attention)
+        check(page_title(s) == t("attention.title", "en"), "coming back to Attention")
+        title, _ = heatmap(s)
+        stats["back"].append(run.latency)
+    return title
+
+
+async def train(url: str, end: float, stats: dict, timeout: float, seconds: int) -> None:
+    """One trainer: press Train, wait for the run to end, press again, until `end` (then Stop)."""
+    try:
+        async with Session(url, timeout=timeout, auto_reruns=True) as s:
+            await s.open("/train", f"lang=en&task=reverse&seconds={seconds}")
+            while time.monotonic() < end:
+                if s.widget(GO_KEY, "button").proto.disabled:  # a run of ours is still going
+                    await asyncio.sleep(0.25)
+                    continue
+                run = await s.click(s.widget(GO_KEY, "button").id)
+                clicked = run.sent
+                if s.find("progress"):
+                    first = run.latency
+                else:  # queued: the page says so, with a Stop button for the queue
+                    check(any(el.id.endswith("-train.queue_stop") for el in s.find("button")), "pressing Train")
+                    stats["queued"] += 1
+                    while not s.find("progress") and time.monotonic() < end:
+                        await asyncio.sleep(0.1)
+                    if not s.find("progress"):
+                        break  # still in line when the time is up
+                    stats["queue_wait"].append(time.perf_counter() - run.finished)
+                    first = time.perf_counter() - clicked
+                stats["runs"] += 1
+                stats["first_progress"].append(first)
+                started = time.perf_counter()
+                while time.monotonic() < end + 2 * timeout and s.widget(GO_KEY, "button").proto.disabled:
+                    await asyncio.sleep(0.25)  # the fragment draws progress; the page reruns once the run ends
+                if not s.widget(GO_KEY, "button").proto.disabled:
+                    stats["run_s"].append(time.perf_counter() - started)
+            for key in STOP_KEYS:  # time is up: stop a run in progress or leave the queue, as a person would
+                live = [el for el in s.find("button") if el.id.endswith("-" + key) and not el.proto.disabled]
+                if live:
+                    await s.click(live[0].id)
+                    break
+    except Exception as exc:  # noqa: BLE001
+        stats["errors"].append(f"trainer {type(exc).__name__}: {str(exc).splitlines()[0][:120] if str(exc) else ''}")
+
+
+async def chromium_tabs(url: str, n: int, end: float, seed: int, stats: dict, timeout: float) -> None:
+    """Optional: a few real Chromium tabs (Playwright) doing the same as `browse`, timed in the browser."""
+    if n <= 0:
+        return
+    from playwright.async_api import async_playwright
+
+    from bench_browser import CHROMIUM, CHROMIUM_ARGS
+    ready = """([title]) => { const app = document.querySelector("[data-testid='stApp']");
+      if (!app || app.getAttribute('data-test-script-state') !== 'notRunning') return false;
+      const gd = document.querySelector(".st-key-head_fig .js-plotly-plot");
+      return !!gd && !!gd.layout && String((gd.layout.title || {}).text || '').startsWith(title); }"""
+
+    async def tab(browser, rng):
+        ctx = await browser.new_context(viewport={"width": 1400, "height": 1000})
+        page = await ctx.new_page()
+        try:
+            await page.goto(url + "/?lang=en", wait_until="domcontentloaded", timeout=timeout * 1000)
+            await page.wait_for_function(ready, arg=["Layer "], timeout=timeout * 1000)
+            layer = None
+            while True:
+                await page.wait_for_timeout(rng.randint(1000, 3000))
+                if time.monotonic() >= end:
+                    break
                 layer = rng.choice([x for x in range(6) if x != layer])
                 await page.get_by_role("combobox", name=t("attention.layer", "en"), exact=True).click()
+                t0 = time.perf_counter()
                 await page.get_by_role("option", name=str(layer), exact=True).click()
-                t0 = time.perf_counter()
-                await page.wait_for_function(_READY, arg=["title", f"Layer {layer},"], timeout=timeout_ms,
-                                             polling=50)
-            elif action == "sentence":
-                prev = await page.evaluate(_X)
-                n = rng.randint(8, 40)
-                box = page.locator(".st-key-attention-text textarea")
-                await box.fill(" ".join(rng.choice(WORDS) for _ in range(n)))
-                t0 = time.perf_counter()
-                await box.press("Control+Enter")
-                await page.wait_for_function(_READY, arg=["x", prev], timeout=timeout_ms, polling=50)
-            else:
-                stem = rng.choice(OTHER_PAGES)
-                await page.locator("[data-testid='stSidebar'] [data-testid='stPageLink-NavLink']").filter(
-                    has_text=t(f"common.nav_{stem}", "en")).first.click()
-                await page.wait_for_function(_PAGE, arg=[t(f"{stem}.title", "en")], timeout=timeout_ms, polling=50)
-                stats["page"].append(time.perf_counter() - t0)
-                await page.wait_for_timeout(rng.randint(500, 1500))
-                await page.locator("[data-testid='stSidebar'] [data-testid='stPageLink-NavLink']").filter(
-                    has_text=t("common.nav_attention", "en")).first.click()
-                t0 = time.perf_counter()
-                await page.wait_for_function(_READY, arg=["any", ""], timeout=timeout_ms, polling=50)
-                action = "back"
-            if time.monotonic() < end + 5:
-                stats[action].append(time.perf_counter() - t0)
-            await page.wait_for_timeout(rng.randint(300, 1200))  # a person reads a little
-    except Exception as exc:  # noqa: BLE001 - a stuck session is counted, the others go on
-        stats["errors"].append(f"{type(exc).__name__}: {str(exc).splitlines()[0][:120]}")
-    finally:
-        await ctx.close()
+                await page.wait_for_function(ready, arg=[f"Layer {layer},"], timeout=timeout * 1000, polling=50)
+                stats["chromium"].append(time.perf_counter() - t0)
+        except Exception as exc:  # noqa: BLE001
+            stats["errors"].append(f"chromium {type(exc).__name__}: {str(exc).splitlines()[0][:100]}")
+        finally:
+            await ctx.close()
 
-
-async def train(browser, url: str, end: float, stats: dict, timeout_ms: int) -> None:
-    """One trainer: press Train, wait for the run to end, press again, until `end` (then Stop)."""
-    ctx = await browser.new_context(viewport={"width": 1400, "height": 1000})
-    ctx.set_default_timeout(timeout_ms)
-    page = await ctx.new_page()
-    queued_text = t("train.queued", "en", n=1).split(":")[0]
-    try:
-        await page.goto(url + "/train?lang=en&task=reverse&seconds=30", wait_until="domcontentloaded")
-        await page.wait_for_selector(".st-key-train-go button:not([disabled])", timeout=timeout_ms)
-        while time.monotonic() < end:
-            await page.wait_for_selector(".st-key-train-go button:not([disabled])", timeout=timeout_ms)
-            t0 = time.perf_counter()
-            await page.locator(".st-key-train-go button").click()
-            await page.wait_for_function(
-                """([q]) => !!document.querySelector("[data-testid='stProgress']")
-                   || document.querySelector("[data-testid='stMain']").innerText.includes(q)""",
-                arg=[queued_text], timeout=timeout_ms, polling=50)
-            if await page.locator("[data-testid='stProgress']").count() == 0:
-                stats["queued"] += 1
-                qt = time.perf_counter()
-                while time.monotonic() < end and await page.locator("[data-testid='stProgress']").count() == 0:
-                    await page.wait_for_timeout(250)
-                stats["queue_wait"].append(time.perf_counter() - qt)
-            stats["runs"] += 1
-            stats["first_progress"].append(time.perf_counter() - t0)
-            while time.monotonic() < end and not await page.locator(
-                    ".st-key-train-go button:not([disabled])").count():
-                await page.wait_for_timeout(500)
-        if await page.locator(".st-key-train-stop button:not([disabled]), .st-key-train-queue_stop button").count():
-            await page.locator(".st-key-train-stop button:not([disabled]), "
-                               ".st-key-train-queue_stop button").first.click()
-    except Exception as exc:  # noqa: BLE001
-        stats["errors"].append(f"trainer {type(exc).__name__}: {str(exc).splitlines()[0][:120]}")
-    finally:
-        await ctx.close()
-
-
-def pct(xs: list[float], q: float) -> float:
-    xs = sorted(xs)
-    return xs[min(len(xs) - 1, max(0, round(q * (len(xs) - 1))))] if xs else float("nan")
-
-
-async def scenario(pw, n_browsers: int, n_trainers: int, seconds: float, timeout_ms: int, seed: int) -> dict:
-    stats = {k: [] for k in ("open", "layer", "sentence", "page", "back", "errors", "first_progress", "queue_wait")}
-    stats |= {"queued": 0, "runs": 0}
-    browser = await pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS, headless=True)
-    server = Server()
-    try:
-        await asyncio.to_thread(server.__enter__)
-        mem = Memory(server.proc.pid)
-        mem.start()
-        # warm the model once (as any earlier visitor would have), then everybody arrives within ARRIVAL_S
-        ctx = await browser.new_context()
-        page = await ctx.new_page()
-        await open_attention(page, server.url, max(timeout_ms, 300_000))  # a cold start may take long
-        await ctx.close()
-        rss_idle = mem.peak
-        end = time.monotonic() + seconds + ARRIVAL_S
-        tasks = [train(browser, server.url, end, stats, timeout_ms) for _ in range(n_trainers)]
-        for i in range(n_browsers):
-            tasks.append(browse(browser, server.url, end, random.Random(seed + i), stats, timeout_ms))
-        await asyncio.gather(*(_staggered(task, ARRIVAL_S * i / max(1, len(tasks))) for i, task in enumerate(tasks)))
-        stats["rss_peak"], stats["rss_idle"] = mem.stop(), rss_idle
-    finally:
-        await asyncio.to_thread(server.__exit__)
-        await browser.close()
-    return stats
+    async with async_playwright() as pw:
+        browser = await pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS, headless=True)
+        try:
+            await asyncio.gather(*(tab(browser, random.Random(seed + 1000 + i)) for i in range(n)))
+        finally:
+            await browser.close()
 
 
 async def _staggered(coro, delay: float):
@@ -209,51 +251,139 @@ async def _staggered(coro, delay: float):
     return await coro
 
 
-def report(name: str, s: dict) -> None:
-    rerun = s["layer"] + s["sentence"]
-    print(f"\n{name}")
-    print(f"  Attention reruns: {len(rerun)} (layer {len(s['layer'])}, sentence {len(s['sentence'])}); "
-          f"p50 {pct(rerun, .5):.2f} s, p95 {pct(rerun, .95):.2f} s")
-    for k in ("open", "layer", "sentence", "page", "back"):
-        if s[k]:
-            print(f"    {k:9s} n={len(s[k]):4d}  p50 {pct(s[k], .5):.2f} s  p95 {pct(s[k], .95):.2f} s")
-    if s["runs"] or s["queued"]:
-        print(f"  training runs started: {s['runs']}, of which queued first: {s['queued']}"
-              + (f" (waited p50 {statistics.median(s['queue_wait']):.1f} s)" if s["queue_wait"] else "")
-              + (f"; click -> progress p50 {pct(s['first_progress'], .5):.2f} s" if s["first_progress"] else ""))
-    print(f"  server RSS (process + children): peak {s['rss_peak'] / 2**20:.0f} MiB "
-          f"(after the first page: {s['rss_idle'] / 2**20:.0f} MiB)")
-    if s["errors"]:
-        print(f"  sessions that failed: {len(s['errors'])}: {sorted(set(s['errors']))[:3]}")
+async def scenario(args, n_trainers: int) -> dict:
+    stats = new_stats()
+    server = Server()
+    try:
+        await asyncio.to_thread(server.__enter__)
+        mem = Memory(server.proc.pid)
+        mem.start()
+        # warm the model once (as any earlier visitor would have), then everybody arrives within --arrival seconds
+        async with Session(server.url, timeout=300) as first:
+            stats["cold_open"] = (await first.open("/", "lang=en")).latency
+        rss_idle = mem.peak
+        server_cpu0, me0 = _cpu(server.proc.pid), _cpu(os.getpid(), children=False)
+        t0 = time.monotonic()
+        end = t0 + args.arrival + args.seconds
+        jobs = [train(server.url, end, stats, args.timeout, args.train_seconds) for _ in range(n_trainers)]
+        jobs += [browse(server.url, end, random.Random(args.seed + i), stats, args.timeout)
+                 for i in range(args.browsers)]
+        staggered = [_staggered(job, args.arrival * i / max(1, len(jobs))) for i, job in enumerate(jobs)]
+        staggered.append(chromium_tabs(server.url, args.chromium, end, args.seed, stats, args.timeout))
+        await asyncio.gather(*staggered)
+        stats["wall"] = time.monotonic() - t0
+        stats["server_cpu"] = _cpu(server.proc.pid) - server_cpu0
+        stats["driver_cpu"] = _cpu(os.getpid(), children=False) - me0
+        stats["rss_peak"], stats["rss_idle"] = mem.stop(), rss_idle
+    finally:
+        await asyncio.to_thread(server.__exit__)
+    return stats
+
+
+def _cpu(pid: int, children: bool = True) -> float:
+    """CPU seconds (user + system) of a process (and its live children)."""
+    try:
+        procs = [psutil.Process(pid)]
+        procs += procs[0].children(recursive=True) if children else []
+        return sum(sum(p.cpu_times()[:2]) for p in procs)
+    except psutil.Error:
+        return float("nan")
+
+
+# ---------------------------------------------------------------- report
+def pct(xs: list[float], q: float) -> float:
+    """Nearest-rank percentile."""
+    xs = sorted(xs)
+    return xs[min(len(xs) - 1, max(0, round(q * (len(xs) - 1))))] if xs else float("nan")
+
+
+def dist(xs: list[float]) -> str:
+    return f"{pct(xs, .5):.2f} / {pct(xs, .95):.2f} / {max(xs):.2f} s (n={len(xs)})" if xs else "–"
+
+
+def report(args, results: list[tuple[int, dict]]) -> None:
+    print(f"\n{args.browsers} browsing sessions (arrivals over {args.arrival:.0f} s, then {args.seconds:.0f} s; "
+          f"think time 1-3 s), server on 127.0.0.1, {psutil.cpu_count()} cores")
+    print("\n| trainers | actions done | failed actions | sessions ended early (timeouts) | Attention rerun "
+          "p50 / p95 / max | page switch p50 / p95 | back to Attention p50 / p95 | server peak RSS | training |")
+    print("|---|---|---|---|---|---|---|---|---|")
+    for n_trainers, s in results:
+        rerun = s["layer"] + s["sentence"]
+        ended = len(s["errors"])
+        timeouts = sum("Timeout" in e for e in s["errors"])
+        training = "–"
+        if n_trainers:
+            training = (f"{s['runs']} runs started, {s['queued']} queued first"
+                        + (f" (waited {min(s['queue_wait']):.0f}–{max(s['queue_wait']):.0f} s)"
+                           if s["queue_wait"] else ""))
+        print(f"| {n_trainers} | {s['actions']} | {len(s['failed'])} | {ended} ({timeouts}) | {dist(rerun)} | "
+              f"{pct(s['page'], .5):.2f} / {pct(s['page'], .95):.2f} s | "
+              f"{pct(s['back'], .5):.2f} / {pct(s['back'], .95):.2f} s | {s['rss_peak'] / 2**20:.0f} MiB | "
+              f"{training} |")
+    for n_trainers, s in results:
+        print(f"\n{n_trainers} trainers: layer change {dist(s['layer'])}; new sentence {dist(s['sentence'])}; "
+              f"first open {dist(s['open'])} (the very first, cold: {s['cold_open']:.1f} s)")
+        print(f"  RSS after the first page {s['rss_idle'] / 2**20:.0f} MiB, peak {s['rss_peak'] / 2**20:.0f} MiB; "
+              f"CPU over {s['wall']:.0f} s: server {s['server_cpu']:.0f} s, this driver {s['driver_cpu']:.0f} s")
+        if n_trainers:
+            print(f"  training: Train -> first progress {dist(s['first_progress'])}; run lengths {dist(s['run_s'])}")
+        if s["chromium"]:
+            print(f"  Chromium tabs, layer change -> heatmap drawn: {dist(s['chromium'])}")
+        if s["errors"]:
+            print(f"  sessions ended early: {sorted(set(s['errors']))[:4]}")
+        if s["failed"]:
+            print(f"  failed actions: {len(s['failed'])} (the page was not as expected; left out of the timings):")
+            for line in s["failed"][:4]:
+                print(f"    {line[:200]}")
 
 
 async def amain(args) -> None:
-    from playwright.async_api import async_playwright
     start = time.monotonic()
-    async with async_playwright() as pw:
-        for n_trainers in args.trainers:
-            if time.monotonic() - start + args.seconds + 60 > args.deadline:
-                print(f"(deadline: the scenario with {n_trainers} trainers was skipped)")
-                continue
-            s = await asyncio.wait_for(
-                scenario(pw, args.browsers, n_trainers, args.seconds, int(args.timeout * 1000), args.seed),
-                timeout=args.seconds + 600)
-            report(f"{args.browsers} browsing sessions + {n_trainers} training sessions, {args.seconds:.0f} s", s)
+    results = []
+    for n_trainers in args.trainers:
+        budget = args.deadline - (time.monotonic() - start)
+        if budget < args.arrival + args.seconds + 60:
+            print(f"(deadline: the scenario with {n_trainers} trainers was skipped)")
+            continue
+        try:
+            results.append((n_trainers, await asyncio.wait_for(scenario(args, n_trainers), timeout=budget - 10)))
+        except asyncio.TimeoutError:
+            print(f"(deadline: the scenario with {n_trainers} trainers did not finish)")
+    report(args, results)
 
 
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("--browsers", type=int, default=20, help="browsing sessions (at most 40)")
+    p.add_argument("--browsers", type=int, default=20, help="browsing sessions (at most 60)")
     p.add_argument("--trainers", type=lambda s: [int(x) for x in s.split(",")], default=[2, 0],
                    help="training sessions per scenario, comma-separated (default 2,0)")
-    p.add_argument("--seconds", type=float, default=90, help="length of each scenario (at most 600)")
+    p.add_argument("--seconds", type=float, default=60, help="length of each scenario after the arrivals (≤ 600)")
+    p.add_argument("--arrival", type=float, default=15, help="the sessions arrive spread over this many seconds")
+    p.add_argument("--train-seconds", type=int, default=20, help="each training run's time limit (the page's slider)")
     p.add_argument("--timeout", type=float, default=60, help="seconds one action may take before it counts as failed")
-    p.add_argument("--deadline", type=float, default=900, help="the whole script stops starting scenarios after this")
+    p.add_argument("--chromium", type=int, default=0, help="also this many real Chromium tabs (layer changes only)")
+    p.add_argument("--deadline", type=float, default=480, help="the whole script stops by itself after this")
     p.add_argument("--seed", type=int, default=0)
     args = p.parse_args(argv)
-    args.browsers, args.seconds = min(args.browsers, 40), min(args.seconds, 600)
+    args.browsers, args.seconds = min(args.browsers, 60), min(args.seconds, 600)
+    watchdog = threading.Timer(args.deadline + 30, _give_up)
+    watchdog.daemon = True
+    watchdog.start()
     asyncio.run(amain(args))
+    watchdog.cancel()
     return 0
+
+
+def _give_up() -> None:
+    """The hard stop: past the deadline, stop every server this script started and exit."""
+    me = psutil.Process()
+    for child in me.children(recursive=True):
+        try:
+            child.terminate()
+        except psutil.Error:
+            pass
+    print("(hard deadline reached: stopped)", flush=True)
+    os._exit(2)
 
 
 if __name__ == "__main__":

@@ -56,15 +56,15 @@ def test_decoding_step_slider_and_attention_kind():
 
 
 def test_short_training_run_zh():
-    at = run_page("train", {"lang": "zh", "seconds": "2", "preset": "tiny", "task": "copy"})
+    at = run_page("train", {"lang": "zh", "seconds": "2", "preset": "tiny", "task": "addition"})
     assert_clean(at)
     at.button(key="train.go").click().run()
     finish_training(at)
     assert_clean(at)
-    model, origin = at.session_state["train.models"]["copy"]
+    model, origin = at.session_state["train.models"]["addition"]
     assert origin == "trained" and model.info["steps"] > 0 and model.history
     assert "你训练的模型" in texts(at.info)
-    # 2 s is rarely enough to reach the target: the page says the time ran out, with the accuracy, not "success"
+    # addition needs ~1500 steps, never done in 2 s: the page says the time ran out, with the accuracy, not "success"
     assert "训练用完了时间预算" in texts(at.info) + texts(at.success) and "整句准确率" in texts(at.info)
     assert at.button(key="train.stop").disabled  # no job left running
 

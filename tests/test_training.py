@@ -18,7 +18,7 @@ from viz_core.model import ModelConfig, Seq2SeqTransformer, count_parameters
 from viz_core.tasks import EOS, PAD, make_task, sample_batch
 from viz_core.training import (TrainConfig, Trainer, check_fits, checkpoint_files, checkpoint_zip, greedy_decode,
                                label_smoothed_loss, load_checkpoint, load_checkpoint_files, noam_lr, pick_device,
-                               read_upload, sequence_scores)
+                               read_upload, sequence_scores, teacher_forced_exact)
 
 @pytest.fixture(autouse=True, scope="module")
 def one_thread():
@@ -173,6 +173,35 @@ def test_stops_at_target_time_and_request():
         first = first or m.step
         t.request_stop()
     assert t.reason == "stopped" and t.step == first + 1
+
+
+def test_target_check_on_the_training_batch_brings_the_evaluation_forward():
+    """With the batch screen every 2 steps (target 0 always in sight), held-out evaluations run at steps 2 and 4
+    instead of waiting for eval_every; with the screen off, only eval_every and the last step evaluate."""
+    cfg = dict(target_accuracy=0.0, eval_every=1000, eval_size=16, batch_size=8, max_steps=30)
+    t = Trainer(make_task("copy"), TINY, TrainConfig(check_every=2, **cfg))
+    list(t.run())
+    assert t.reason == "target" and t.step == 4
+    assert [m.step for m in t.history if m.evaluated] == [2, 4]
+    t = Trainer(make_task("copy"), TINY, TrainConfig(check_every=0, **cfg))
+    list(t.run())
+    assert t.reason == "steps" and [m.step for m in t.history if m.evaluated] == [30]
+
+
+def test_teacher_forced_exact_equals_greedy_exact():
+    """Rows that teacher forcing gets right are exactly the rows greedy decoding gets right: checked on the shipped
+    reverse model with half of the held-out targets corrupted (one token changed)."""
+    import random
+    model = load_checkpoint(Path(training.__file__).parent / "checkpoints" / "reverse").model
+    task = make_task("reverse")
+    src, tgt_in, tgt_out = (torch.from_numpy(a) for a in sample_batch(task, random.Random(7), 200, heldout=True))
+    tgt_in, tgt_out = tgt_in.clone(), tgt_out.clone()
+    tgt_in[::2, 1] = tgt_in[::2, 1] % 10 + 3  # another digit (ids 3..12) in the first target position
+    tgt_out[::2, 0] = tgt_in[::2, 1]
+    with torch.inference_mode():
+        logits, _ = model(src, tgt_in)
+        greedy = sequence_scores(greedy_decode(model, src, tgt_out.shape[1]), tgt_out)[0]
+    assert teacher_forced_exact(logits, tgt_out) == greedy == pytest.approx(0.5, abs=0.02)
 
 
 def test_nan_stops_with_a_reason():
@@ -331,6 +360,23 @@ def test_cli_is_reproducible_with_a_seed(tmp_path):
     main(args + ["--out", str(tmp_path / "a")])
     main(args + ["--out", str(tmp_path / "b")])
     assert (tmp_path / "a/model.safetensors").read_bytes() == (tmp_path / "b/model.safetensors").read_bytes()
+
+
+@pytest.mark.parametrize("task", ["reverse", "copy", "date", "sort", "addition"])
+def test_readme_commands_give_the_shipped_training_settings(task):
+    """The commands in checkpoints/README.md, parsed by the CLI of today, give the training settings stored in each
+    shipped config.json (everything that decides the weights), so they still reproduce the shipped files."""
+    import shlex
+    from viz_core.train import configs, parse_args
+    ckpt = Path(training.__file__).parent / "checkpoints"
+    line = next(ln for ln in (ckpt / "README.md").read_text().splitlines()
+                if ln.startswith(f"python -m viz_core.train --task {task} "))
+    model_cfg, train_cfg = configs(parse_args(shlex.split(line)[3:]))
+    shipped = json.loads((ckpt / task / "config.json").read_text())
+    ours = train_cfg.to_dict()
+    assert {k: ours[k] for k in shipped["train"]} == shipped["train"]
+    fitted = training.fit_config(make_task(task), model_cfg).to_dict()
+    assert fitted == shipped["model"]
 
 
 def test_cli_module_entry_point_reports_bad_arguments():

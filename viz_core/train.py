@@ -14,6 +14,7 @@ import time
 from .errors import InputError
 from .model import ModelConfig
 from .tasks import TASKS, make_task
+from .threads import thread_budget
 from .training import DTYPES, TrainConfig, Trainer, save_checkpoint
 
 
@@ -37,6 +38,8 @@ def parse_args(argv=None) -> argparse.Namespace:
     p.add_argument("--warmup", type=int, default=TrainConfig.warmup)
     p.add_argument("--label-smoothing", type=float, default=TrainConfig.label_smoothing)
     p.add_argument("--eval-every", type=int, default=TrainConfig.eval_every)
+    p.add_argument("--check-every", type=int, default=TrainConfig.check_every,
+                   help="steps between target checks on the training batch (0: evaluate every --eval-every only)")
     p.add_argument("--d-model", type=int, default=ModelConfig.d_model)
     p.add_argument("--heads", type=int, default=ModelConfig.n_heads)
     p.add_argument("--kv-heads", type=int, default=None, help="key/value heads: 1 = MQA, between = GQA")
@@ -63,7 +66,8 @@ def configs(args) -> tuple[ModelConfig, TrainConfig]:
                         tie_weights=args.tie)
     train = TrainConfig(batch_size=args.batch_size, max_seconds=args.max_seconds, max_steps=args.max_steps,
                         target_accuracy=args.target, lr_factor=args.lr_factor, warmup=args.warmup,
-                        label_smoothing=args.label_smoothing, eval_every=args.eval_every, seed=args.seed,
+                        label_smoothing=args.label_smoothing, eval_every=args.eval_every,
+                        check_every=args.check_every, seed=args.seed,
                         force_cpu=args.cpu, threads=args.threads)
     return model, train
 
@@ -93,7 +97,8 @@ def main(argv=None) -> int:
         if m.evaluated:
             log(f"step {m.step:5d}  {m.seconds:6.1f} s  loss {m.loss:.3f}  token acc {m.token_acc:.3f}  "
                 f"held-out exact {m.val_exact:.3f}  {m.tokens_per_s:,.0f} tok/s")
-    summary(trainer, start)
+    with thread_budget(args.threads):  # the final greedy evaluations: as fast on one thread, and robust to load
+        summary(trainer, start)
     if args.out:
         save_checkpoint(trainer.translator(), args.out, args.save_dtype)
         print(f"saved checkpoint to {args.out}")

@@ -14,6 +14,7 @@ from typing import Any
 
 import numpy as np
 import streamlit as st
+from streamlit.errors import StreamlitAPIException
 from streamlit.runtime.scriptrunner import get_script_run_ctx
 
 from viz_core import i18n
@@ -271,3 +272,32 @@ def npz_bytes(**arrays) -> bytes:
 def download(label: str, data: bytes | str, file_name: str, mime: str, key: str | None = None) -> None:
     st.download_button(label, data=data, file_name=file_name, mime=mime, key=key, on_click="ignore")
 
+
+# ---------------------------------------------------------------- figures cached by their inputs
+class SharedFigures:
+    """The figure builders of a viz_core.plots module, each cached by its arguments (labels included, so one figure
+    per language): `plots = ui.SharedFigures(viz_core.plots.anatomy)`, then `plots.eps_figure(...)` as before.
+
+    Building a plotly figure (every property validated) is most of a page's script time, and a page switch or a
+    rerun asks for the same figures again. st.cache_resource, not st.cache_data: a pickled figure re-validates when
+    it is loaded. The figures are shared read-only; callers must not modify them (st.plotly_chart copies a figure
+    before serialising it). Arguments Streamlit cannot hash are built uncached.
+    """
+
+    def __init__(self, module, max_entries: int = 128):
+        self._module, self._max_entries, self._cached = module, max_entries, {}
+
+    def __getattr__(self, name: str):
+        if name.startswith("_"):
+            raise AttributeError(name)
+        if name not in self._cached:
+            builder = getattr(self._module, name)
+            shared = st.cache_resource(max_entries=self._max_entries, show_spinner=False)(builder)
+
+            def call(*args, **kwargs):
+                try:
+                    return shared(*args, **kwargs)
+                except StreamlitAPIException:  # an argument Streamlit cannot hash
+                    return builder(*args, **kwargs)
+            self._cached[name] = call
+        return self._cached[name]

@@ -6,6 +6,10 @@ import numpy as np
 import streamlit as st
 
 from viz_core import anatomy, blocks
+from viz_core.plots import anatomy as plots
+from viz_core.plots import common
+
+from . import SharedFigures
 
 
 @st.cache_data(show_spinner=False, max_entries=64)
@@ -58,3 +62,8 @@ def parameter_counts(vocab: int, d_model: int, n_heads: int, d_ff: int, n_enc: i
     """(count by part, torch reference total)."""
     cfg = anatomy.TransformerSizes(vocab, d_model, n_heads, d_ff, n_enc, n_dec, sharing)
     return anatomy.count_parameters(cfg), anatomy.reference_parameter_count(cfg)
+
+
+# Figures cached by their inputs (see SharedFigures): figures.eps_figure(...) as in viz_core.plots.anatomy
+figures = SharedFigures(plots)
+matrix_heatmap = SharedFigures(common).matrix_heatmap

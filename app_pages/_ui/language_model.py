@@ -12,9 +12,10 @@ from viz_core.errors import InputError, report_unexpected
 from viz_core.lm import DecoderLM, LMConfig
 from viz_core.lm_generate import time_per_token
 from viz_core.lm_training import LanguageModel, LMTrainConfig, LMTrainer, load_lm
+from viz_core.plots import lm as plots
 from viz_core.threads import thread_budget
 
-from . import jobs
+from . import SharedFigures, jobs
 
 CHECKPOINTS = Path(__file__).resolve().parents[2] / "viz_core" / "checkpoints"
 JOB = "lm"                        # this session's training job
@@ -96,6 +97,52 @@ def collect_finished() -> None:
     elif trainer.step > 0:
         user_models()[task] = trainer.language_model()
         st.session_state[RESULT_KEY] = ("ok", trainer.reason or job.status, task, trainer.step)
+
+
+# ---------------------------------------------------------------- what the page draws of a model
+@st.cache_resource(show_spinner=False, max_entries=32)
+def _shipped_analysis(task: str, text: str):
+    lm = shipped(task)
+    return lm.attention(text), lm.head_scores(text)
+
+
+def analyse(lm: LanguageModel, task: str, text: str):
+    """(lm.attention(text), lm.head_scores(text)): cached across sessions for the shipped model (shared, read-only;
+    callers must not modify the arrays), computed afresh for a model trained in this session. InputError for bad
+    text."""
+    if lm is shipped(task):
+        return _shipped_analysis(task, text)
+    return lm.attention(text), lm.head_scores(text)
+
+
+@st.cache_resource(show_spinner=False, max_entries=64)
+def _shipped_phase_panels(task: str, labels: tuple) -> tuple:
+    return tuple(plots.phase_panels(shipped(task).history, **dict(labels)))
+
+
+def phase_panels(history, task: str | None = None, **labels) -> tuple:
+    """plots.phase_panels(history, **labels); cached (shared, read-only) when history is the shipped model's of
+    task: hashing a long history costs about as much as drawing it."""
+    model = shipped(task) if task else None
+    if model is not None and history is model.history:
+        return _shipped_phase_panels(task, tuple(sorted(labels.items())))
+    return tuple(plots.phase_panels(history, **labels))
+
+
+@st.cache_data(show_spinner=False, max_entries=8)
+def _shipped_file(task: str, name: str, _build) -> bytes:  # _build: not hashed, `name` stands for it
+    return _build(shipped(task))
+
+
+def file_of(lm: LanguageModel, task: str, build) -> bytes:
+    """build(lm) -> bytes (a download's file), cached for the shipped model of task (compressing is slow)."""
+    if lm is shipped(task):
+        return _shipped_file(task, build.__name__, build)
+    return build(lm)
+
+
+# Figures cached by their inputs (see SharedFigures): figures.score_map(...) as in viz_core.plots.lm
+figures = SharedFigures(plots)
 
 
 def safe(fn, *args, **kw):

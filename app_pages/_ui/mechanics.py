@@ -5,6 +5,9 @@ import numpy as np
 import streamlit as st
 
 from viz_core import mechanics as mech
+from viz_core.plots import mechanics as figs
+
+from . import SharedFigures
 
 
 @st.cache_data(max_entries=64, show_spinner=False)
@@ -76,3 +79,7 @@ def cross_attention(q_text: str, k_text: str, d_model: int, n_heads: int, seed: 
 @st.cache_data(max_entries=64, show_spinner=False)
 def additive_vs_dot(q: np.ndarray, k: np.ndarray, v: np.ndarray, d_hidden: int, seed: int):
     return mech.additive_vs_dot(q, k, v, d_hidden, seed)
+
+
+# Figures cached by their inputs (see SharedFigures): figures.stage_matrix(...) as in viz_core.plots.mechanics
+figures = SharedFigures(figs, max_entries=256)

@@ -8,6 +8,8 @@ from viz_core import optimizers as opt
 from viz_core import schedules, surfaces
 from viz_core.plots import optimizers as plots
 
+from . import SharedFigures
+
 
 @st.cache_data(max_entries=64, show_spinner=False)
 def race(cfg: opt.RaceConfig) -> opt.RaceResult:
@@ -41,3 +43,8 @@ def schedule_curves(cfg: schedules.ScheduleConfig, steps: int, lr: float) -> dic
     """lr_t for every schedule kind with cfg's parameters: kind -> (steps,)."""
     return {kind: lr * schedules.multipliers(schedules.ScheduleConfig(**{**cfg.__dict__, "kind": kind}), steps)
             for kind in schedules.SCHEDULES}
+
+
+# The other figures, cached by their inputs (see SharedFigures): figures.loss_figure(...) as in
+# viz_core.plots.optimizers
+figures = SharedFigures(plots)

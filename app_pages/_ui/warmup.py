@@ -1,32 +1,55 @@
-"""Warm-up once per server process: after the first page has been drawn, a background thread imports torch and
-transformers, loads the default model and computes the attention of the Attention page's default sentences, so the
-first visit to the Attention page (or to a section of another page that uses the model) finds them in the shared
-caches. When the first page was the Attention page itself, everything is cached already and the thread ends at once.
+"""Warm-up once per server process: a background thread imports torch, transformers and plotly, loads the default
+model and computes the attention of the Attention page's default sentences, so the first visit to the Attention page
+(or to a section of another page that uses the model) finds them in the shared caches.
+
+It starts as the server starts (`lifespan`, the st.App hook that `streamlit run app.py` uses), while the first
+visitor's browser is still loading the page. Where the server was started without it (e.g. an older Streamlit), the
+router starts it after the first page instead (`start`). A visit that needs the model before the thread is done
+waits for the same load (st.cache_resource computes a key once), it never loads a second copy.
 
 This module is cheap to import (no torch): the heavy imports happen in the thread, never in a script run.
 """
 from __future__ import annotations
 
+import contextlib
 import logging
 import threading
-from collections.abc import Sequence
+from collections.abc import AsyncIterator, Sequence
 
 from streamlit.runtime import Runtime
 
 _started = threading.Event()
 
 
+@contextlib.asynccontextmanager
+async def lifespan(_app) -> AsyncIterator[None]:
+    """st.App lifespan: start the warm-up as the server starts; nothing to undo when it stops (a daemon thread)."""
+    from viz_core.i18n import LANGUAGES, t
+
+    _start(tuple(dict.fromkeys(t("attention.default_text", lang) for lang in LANGUAGES)))
+    yield
+
+
 def start(texts: Sequence[str]) -> None:
-    """Start the warm-up thread, once per server process (later calls, and calls outside a server such as AppTest's,
-    return at once)."""
-    if _started.is_set() or not Runtime.exists():
+    """Start the warm-up thread after the first page, unless it already ran (calls outside a server, such as
+    AppTest's, return at once)."""
+    if Runtime.exists():
+        _start(tuple(texts))
+
+
+def _start(texts: tuple[str, ...]) -> None:
+    if _started.is_set():
         return
     _started.set()
-    threading.Thread(target=_warm, args=(tuple(texts),), name="attention-warmup", daemon=True).start()
+    threading.Thread(target=_warm, args=(texts,), name="attention-warmup", daemon=True).start()
 
 
 def _warm(texts: tuple[str, ...]) -> None:
     try:
+        import pandas  # noqa: F401 - whole, before a page needs it (see app.py)
+
+        from viz_core.plots import attention as _plots  # noqa: F401 - plotly's import, before the first figure
+
         from . import models  # imports torch and viz_core.pretrained: here, not in a script run
 
         for text in texts:
