@@ -36,3 +36,18 @@ def test_deployed_config_shows_visitors_no_traceback():
     config = tomllib.loads((Path(__file__).resolve().parents[1] / ".streamlit" / "config.toml").read_text())
     assert config["client"]["showErrorDetails"] in ("type", "none")
     assert config["browser"]["gatherUsageStats"] is False
+
+
+def _formula_app():
+    from app_pages import _ui as ui
+    ui.latex(r"j > i,\ x<y <script>alert(1)</script>")
+
+
+def test_latex_never_passes_a_tag_into_its_html():
+    """ui.latex is the app's only unsafe_allow_html: '<' and '>' in a formula become KaTeX's \\lt / \\gt."""
+    from streamlit.testing.v1 import AppTest
+    at = AppTest.from_function(_formula_app, default_timeout=30).run()
+    body = at.markdown[0].value
+    assert "<script>" not in body and "x<y" not in body and "j > i" not in body
+    assert r"x\lt y" in body and r"j \gt  i" in body
+    assert 'aria-label="j &gt; i' in body          # the readable label is escaped, not dropped

@@ -211,7 +211,8 @@ def latex(formula: str) -> None:
     """A display formula in a box that scrolls sideways when the screen is narrower than the formula; the box can
     take keyboard focus (so it can be scrolled without a mouse) and reads out as the LaTeX source."""
     label = html.escape(formula, quote=True)
-    st.markdown(f'<div class="formula" tabindex="0" role="math" aria-label="{label}">\n\n$$\n{formula}\n$$\n\n</div>',
+    body = formula.replace("<", r"\lt ").replace(">", r"\gt ")  # KaTeX's names: no "<" can open a tag in this HTML
+    st.markdown(f'<div class="formula" tabindex="0" role="math" aria-label="{label}">\n\n$$\n{body}\n$$\n\n</div>',
                 unsafe_allow_html=True)
 
 
