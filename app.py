@@ -44,7 +44,6 @@ def main() -> None:
         nav.run()
     finally:  # also after st.stop(): the address follows the page's state, in one history entry
         state.sync_address()
-        warmup.start([ui.t("attention.default_text")])  # once per server, after the first page: the model, off-thread
 
 
 if __name__ == "__main__":  # a visitor's script run (also AppTest's)

@@ -212,7 +212,7 @@ def _probe_ids(lm) -> list[int]:
 def downloads(lm) -> None:
     c1, c2 = st.columns(2)
     with c1:
-        ui.download(t("lm.download_snaps"), lu.file_of(lm, "induction", snapshots_npz), "induction_snapshots.npz",
+        ui.download(t("lm.download_snaps"), lu.snapshots_npz(lm, "induction"), "induction_snapshots.npz",
                     "application/octet-stream", key="lm.dl_snaps")
     rows = [h for h in lm.history if h.get("evaluated")]
     csv = "step,seconds,loss,first_loss,repeat_loss,prev_token,induction\n" + "\n".join(
@@ -220,14 +220,6 @@ def downloads(lm) -> None:
                                               "induction")) for h in rows)
     with c2:
         ui.download(t("lm.download_curves"), csv, "induction_curves.csv", "text/csv", key="lm.dl_curves")
-
-
-def snapshots_npz(lm) -> bytes:
-    snaps = lm.snapshots
-    return ui.npz_bytes(
-        steps=[s.step for s in snaps], prev=np.stack([s.prev for s in snaps]),
-        induction=np.stack([s.induction for s in snaps]), maps=np.stack([s.maps for s in snaps]).astype(np.float32),
-        tokens=lm.tokenizer.labels(_probe_ids(lm)))
 
 
 def own_sequence(lm) -> None:

@@ -302,7 +302,7 @@ class Trainer:
         real = tgt_out != PAD
         acc = ((logits.argmax(-1) == tgt_out) & real).sum() / real.sum()
         loss_value, acc_value = loss.item(), acc.item()
-        self._batch_exact = teacher_forced_exact(logits.detach(), tgt_out)
+        self._batch_exact = teacher_forced_exact(logits, tgt_out)
         self.tokens += int(real.sum().item() + (src != PAD).sum().item())
         self.seconds += time.perf_counter() - t0
         return loss_value, acc_value

@@ -14,7 +14,7 @@ from typing import Any
 
 import numpy as np
 import streamlit as st
-from streamlit.errors import StreamlitAPIException
+from streamlit.runtime.caching.cache_errors import UnhashableParamError
 from streamlit.runtime.scriptrunner import get_script_run_ctx
 
 from viz_core import i18n
@@ -298,7 +298,7 @@ class SharedFigures:
             def call(*args, **kwargs):
                 try:
                     return shared(*args, **kwargs)
-                except StreamlitAPIException:  # an argument Streamlit cannot hash
+                except UnhashableParamError:  # an argument Streamlit cannot hash: build it uncached
                     return builder(*args, **kwargs)
             self._cached[name] = call
         return self._cached[name]

@@ -5,17 +5,18 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import numpy as np
 import streamlit as st
 import torch
 
 from viz_core.errors import InputError, report_unexpected
 from viz_core.lm import DecoderLM, LMConfig
 from viz_core.lm_generate import time_per_token
-from viz_core.lm_training import LanguageModel, LMTrainConfig, LMTrainer, load_lm
+from viz_core.lm_training import LanguageModel, LMTrainConfig, LMTrainer, load_lm, probe_ids
 from viz_core.plots import lm as plots
 from viz_core.threads import thread_budget
 
-from . import SharedFigures, jobs
+from . import SharedFigures, jobs, npz_bytes
 
 CHECKPOINTS = Path(__file__).resolve().parents[2] / "viz_core" / "checkpoints"
 JOB = "lm"                        # this session's training job
@@ -129,16 +130,23 @@ def phase_panels(history, task: str | None = None, **labels) -> tuple:
     return tuple(plots.phase_panels(history, **labels))
 
 
-@st.cache_data(show_spinner=False, max_entries=8)
-def _shipped_file(task: str, name: str, _build) -> bytes:  # _build: not hashed, `name` stands for it
-    return _build(shipped(task))
+def snapshots_npz(lm: LanguageModel, task: str) -> bytes:
+    """The training snapshots as an NPZ download (steps, both scores, attention maps, probe tokens); cached for the
+    shipped model of task (compressing them is slow), built afresh for a model trained in this session."""
+    return _shipped_snapshots_npz(task) if lm is shipped(task) else _snapshots_npz(lm)
 
 
-def file_of(lm: LanguageModel, task: str, build) -> bytes:
-    """build(lm) -> bytes (a download's file), cached for the shipped model of task (compressing is slow)."""
-    if lm is shipped(task):
-        return _shipped_file(task, build.__name__, build)
-    return build(lm)
+@st.cache_data(show_spinner=False, max_entries=4)
+def _shipped_snapshots_npz(task: str) -> bytes:
+    return _snapshots_npz(shipped(task))
+
+
+def _snapshots_npz(lm: LanguageModel) -> bytes:
+    snaps = lm.snapshots
+    return npz_bytes(
+        steps=[s.step for s in snaps], prev=np.stack([s.prev for s in snaps]),
+        induction=np.stack([s.induction for s in snaps]), maps=np.stack([s.maps for s in snaps]).astype(np.float32),
+        tokens=lm.tokenizer.labels(probe_ids(lm.train_cfg, lm.tokenizer)))
 
 
 # Figures cached by their inputs (see SharedFigures): figures.score_map(...) as in viz_core.plots.lm

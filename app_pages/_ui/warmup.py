@@ -2,9 +2,8 @@
 model and computes the attention of the Attention page's default sentences, so the first visit to the Attention page
 (or to a section of another page that uses the model) finds them in the shared caches.
 
-It starts as the server starts (`lifespan`, the st.App hook that `streamlit run app.py` uses), while the first
-visitor's browser is still loading the page. Where the server was started without it (e.g. an older Streamlit), the
-router starts it after the first page instead (`start`). A visit that needs the model before the thread is done
+It starts as the server starts (`lifespan`, the st.App hook that `streamlit run app.py` and `uvicorn app:app` use),
+while the first visitor's browser is still loading the page; AppTest has no server and no warm-up. A visit that needs the model before the thread is done
 waits for the same load (st.cache_resource computes a key once), it never loads a second copy.
 
 This module is cheap to import (no torch): the heavy imports happen in the thread, never in a script run.
@@ -15,9 +14,7 @@ import contextlib
 import gc
 import logging
 import threading
-from collections.abc import AsyncIterator, Sequence
-
-from streamlit.runtime import Runtime
+from collections.abc import AsyncIterator
 
 _started = threading.Event()
 
@@ -31,15 +28,8 @@ async def lifespan(_app) -> AsyncIterator[None]:
     yield
 
 
-def start(texts: Sequence[str]) -> None:
-    """Start the warm-up thread after the first page, unless it already ran (calls outside a server, such as
-    AppTest's, return at once)."""
-    if Runtime.exists():
-        _start(tuple(texts))
-
-
 def _start(texts: tuple[str, ...]) -> None:
-    if _started.is_set():
+    if _started.is_set():  # once per process, whatever the number of lifespans
         return
     _started.set()
     threading.Thread(target=_warm, args=(texts,), name="attention-warmup", daemon=True).start()
