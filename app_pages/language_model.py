@@ -2,7 +2,7 @@
 generation step by step, and the KV cache (growth, exactness, speed).
 
 Reads top to bottom: intro -> the running job's progress (a fragment, seen from every tab) -> tabs (induction,
-generate, KV cache); only the open tab is drawn. Training runs in its own thread (app_pages/_ui/jobs.py).
+your sequence, generate, KV cache); only the open tab is drawn. Training runs in its own thread (app_pages/_ui/jobs.py).
 """
 import numpy as np
 import streamlit as st
@@ -21,7 +21,7 @@ ui.setup("language_model")  # state under the page's url path; its title in loca
 # every other string in locales/lm.json
 t = ui.t
 
-TABS = ("induction", "generate", "cache")
+TABS = ("induction", "sequence", "generate", "cache")
 KV_CHOICES = {"mha": None, "gqa": 2, "mqa": 1}  # with 4 query heads
 PHASE_THRESHOLD = 0.5
 
@@ -166,6 +166,15 @@ def induction_tab() -> None:
         return
     describe(lm, origin, "induction")
     story(lm)
+
+
+def sequence_tab() -> None:
+    """The induction model of the first tab on a sequence the person types (its own tab: the story above already
+    draws six charts, and every chart costs the browser time)."""
+    lm, _ = lu.current("induction")
+    if lm is None:
+        st.warning(t("lm.no_model"))
+        return
     own_sequence(lm)
 
 
@@ -382,4 +391,4 @@ jobs.live(lu.JOB, draw_job)  # progress of a running job, above the tabs: seen f
 
 tab, boxes = ui.tabs(TABS, "tab", format_func=lambda k: t(f"lm.tab_{k}"))
 with boxes[tab]:  # only the open tab is drawn
-    {"induction": induction_tab, "generate": generate_tab, "cache": cache_tab}[tab]()
+    {"induction": induction_tab, "sequence": sequence_tab, "generate": generate_tab, "cache": cache_tab}[tab]()

@@ -186,17 +186,20 @@ def switch_to(page, stem: str, timeout_s: float) -> tuple[float, float]:
     return total, script if script is not None else float("nan")
 
 
-def row_switch(browser, url: str, rounds: int, timeout_s: float) -> dict[str, list[tuple[float, float]]]:
+def row_switch(browser, url: str, rounds: int, timeout_s: float,
+               pages: tuple[str, ...] = SWITCH_PAGES) -> dict[str, list[tuple[float, float]]]:
     """One warm-up round, then `rounds` rounds, each in a fresh session: Attention -> every page in sidebar order
-    -> back to Attention."""
-    times: dict[str, list[tuple[float, float]]] = {s: [] for s in SWITCH_PAGES}
+    -> back to Attention (or: Attention -> each of `pages`, with Attention between two of them)."""
+    if pages != SWITCH_PAGES:
+        pages = tuple(x for stem in pages for x in ((stem, "attention") if stem != "attention" else (stem,)))
+    times: dict[str, list[tuple[float, float]]] = {s: [] for s in pages}
     for r in range(rounds + 1):
         ctx, page = new_page(browser)
         try:
             page.goto(url + "/?lang=en", wait_until="domcontentloaded")
             page.wait_for_function(_HEATMAP, arg=[None], timeout=timeout_s * 1000)
             page.wait_for_timeout(300)
-            for stem in SWITCH_PAGES:
+            for stem in pages:
                 dt = switch_to(page, stem, timeout_s)
                 page.wait_for_timeout(300)
                 if r > 0:
@@ -306,6 +309,8 @@ def main(argv=None) -> int:
     p.add_argument("--cli-runs", type=int, default=3)
     p.add_argument("--row-timeout", type=float, default=90, help="seconds one step of a row may take")
     p.add_argument("--deadline", type=float, default=900, help="the whole script stops by itself after this")
+    p.add_argument("--pages", default=",".join(SWITCH_PAGES),
+                   help="switch row: these pages only (each reached from Attention)")
     p.add_argument("--app-root", type=Path, default=ROOT, help="run the app (and the CLI) of this tree")
     args = p.parse_args(argv)
     global APP_ROOT
@@ -334,8 +339,9 @@ def main(argv=None) -> int:
             try:
                 with Server() as server:
                     if "switch" in rows and left():
-                        sw = row_switch(browser, server.url, args.rounds, args.row_timeout)
-                        for stem in SWITCH_PAGES:
+                        pages = tuple(args.pages.split(","))
+                        sw = row_switch(browser, server.url, args.rounds, args.row_timeout, pages)
+                        for stem in sw:
                             script = [x[1] for x in sw[stem]]
                             table.append((f"switch page in the sidebar → {t(f'common.nav_{stem}', 'en')}",
                                           fmt([x[0] for x in sw[stem]]) + (

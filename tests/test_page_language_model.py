@@ -1,5 +1,6 @@
 """AppTest of the Language-model page: opens on the shipped induction story, every tab draws, training runs as a
 background job and its model replaces the shipped one, bad input shows an error; English and Chinese."""
+import json
 import pytest
 import torch
 
@@ -36,8 +37,8 @@ def finish_training(at, timeout: float = 120) -> None:
 
 
 @pytest.mark.parametrize("lang, title, tab_labels", [
-    ("en", "Language model", ["Induction heads", "Generate text", "KV cache"]),
-    ("zh", "语言模型", ["归纳头", "生成文本", "KV 缓存"]),
+    ("en", "Language model", ["Induction heads", "Your sequence", "Generate text", "KV cache"]),
+    ("zh", "语言模型", ["归纳头", "你的序列", "生成文本", "KV 缓存"]),
 ])
 def test_opens_on_the_shipped_induction_story(lang, title, tab_labels):
     at = open_lm({"lang": lang})
@@ -46,9 +47,18 @@ def test_opens_on_the_shipped_induction_story(lang, title, tab_labels):
     assert [t.label for t in at.tabs] == tab_labels
     assert ("shipped with the app" if lang == "en" else "随应用附带") in texts(at.info)
     specs = " ".join(charts(at))
-    assert len(charts(at)) >= 5  # curves, score maps, two head patterns, own sequence maps, own attention
+    assert len(charts(at)) == 6  # two curve panels, two score maps, two head patterns (your sequence: its own tab)
     assert '"autorange":"reversed"' in specs
     assert not at.error
+
+
+def test_your_sequence_tab_draws_the_typed_tokens():
+    at = open_lm({"lang": "en", "tab": "sequence", "seq": "5 9 2 7 5 9 2 7"})
+    assert_clean(at)
+    specs = [json.loads(s) for s in charts(at)]
+    assert len(specs) == 3  # the two score maps of this sequence and one head's attention
+    attention = specs[-1]
+    assert attention["layout"]["xaxis"]["ticktext"] == [f"{i}:{tok}" for i, tok in enumerate("5 9 2 7 5 9 2 7".split())]
 
 
 def test_snapshot_slider_moves_through_training():
@@ -110,7 +120,7 @@ def test_stop_button_stops_a_long_run():
     ("en", " ".join(["1"] * 50), "this model reads at most 40"),
 ])
 def test_bad_sequence_shows_an_error_not_an_exception(lang, text, words):
-    at = open_lm({"lang": lang})
+    at = open_lm({"lang": lang, "tab": "sequence"})
     at.text_input(key="language_model.seq").set_value(text).run()
     assert_clean(at)
     assert words in texts(at.error)

@@ -9,7 +9,8 @@ from tests.browser.conftest import assert_no_exception, open_tab, screenshot, sw
 
 pytestmark = pytest.mark.browser
 
-TABS = {"en": ["Induction heads", "Generate text", "KV cache"], "zh": ["归纳头", "生成文本", "KV 缓存"]}
+TABS = {"en": ["Induction heads", "Your sequence", "Generate text", "KV cache"],
+        "zh": ["归纳头", "你的序列", "生成文本", "KV 缓存"]}
 
 
 def main_text(page) -> str:
@@ -26,7 +27,7 @@ def test_every_tab_draws(open_page, lang, width):
         page.wait_for_timeout(500)
         assert_no_exception(page)
         assert page.locator("[data-testid='stPlotlyChart']").count() >= 2
-        screenshot(page, f"lm_{['induction', 'generate', 'cache'][i]}_{lang}_{width}")
+        screenshot(page, f"lm_{['induction', 'sequence', 'generate', 'cache'][i]}_{lang}_{width}")
 
 
 def test_train_live_and_switch_language_during_the_run(open_page):

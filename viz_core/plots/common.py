@@ -1,6 +1,7 @@
 """Shared look of every figure: colour scales, matrix heatmaps the right way up, export settings."""
 from __future__ import annotations
 
+import unicodedata
 from collections.abc import Sequence
 
 import numpy as np
@@ -67,7 +68,52 @@ def matrix_heatmap(z: np.ndarray, row_labels: Sequence[str] | None = None, col_l
         add_mask_overlay(fig, np.asarray(mask, dtype=bool))
     _matrix_axes(fig, rows, cols, x_title, y_title)
     fig.update_layout(title=dict(text=title), height=height or _auto_height(n_rows), margin=dict(l=10, r=10, t=50, b=10))
+    return reserve_margins(fig)
+
+
+# ---------------------------------------------------------------- margins known before the browser draws
+TICK_FONT_PX = 12  # the Streamlit theme's tick font
+
+
+def label_px(text: str, size: float = TICK_FONT_PX) -> float:
+    """About how wide a tick label is drawn (a little wider, never narrower, than the theme's sans-serif font):
+    CJK characters a full em, capitals 2/3 em, anything else 0.55 em."""
+    em = 0.0
+    for ch in str(text):
+        em += 1.05 if unicodedata.east_asian_width(ch) in "WF" else 0.67 if ch.isupper() else 0.55
+    return em * size
+
+
+def reserve_margins(fig: go.Figure) -> go.Figure:
+    """Left, right and bottom margins that already fit the tick labels, axis titles and colour bar of a one-panel
+    matrix figure.
+
+    Plotly's automargin measures what the labels need only after a first draw and then draws the whole figure
+    again with the wider margins: every matrix on a page was drawn twice. A margin at least as wide as the need
+    leaves automargin nothing to push, so the browser draws once (automargin stays on for anything missed here).
+    Constants measured in Chromium with the Streamlit theme: 61 px for the y title and ticks, 62 px for the x title
+    and ticks, 92 px for a colour bar with its title.
+    """
+    lay = fig.layout
+    rows = _axis_labels(lay.yaxis, fig.data, "y")
+    cols = _axis_labels(lay.xaxis, fig.data, "x")
+    y_size = lay.yaxis.tickfont.size or TICK_FONT_PX
+    x_size = lay.xaxis.tickfont.size or TICK_FONT_PX
+    angle = np.radians(abs(float(lay.xaxis.tickangle or 0)))
+    x_px = max((label_px(c, x_size) for c in cols), default=0.0)
+    left = 64 + max((label_px(r, y_size) for r in rows), default=0.0)
+    bottom = 64 + x_px * np.sin(angle) + x_size * np.cos(angle)
+    bar = any(d.type == "heatmap" and d.showscale is not False and d.hoverinfo != "skip" for d in fig.data)
+    fig.update_layout(margin=dict(l=int(np.ceil(left)), b=int(np.ceil(bottom)), r=100 if bar else 10))
     return fig
+
+
+def _axis_labels(axis, data, letter: str) -> list[str]:
+    """The tick texts of an axis: its ticktext, or the coordinates of the first trace (heatmaps use indices)."""
+    if axis.ticktext is not None:
+        return [str(x) for x in axis.ticktext]
+    values = getattr(data[0], letter, None) if data else None
+    return [] if values is None else [str(v) for v in np.asarray(values).ravel()[:256]]
 
 
 # ---------------------------------------------------------------- text on cells that stays readable
@@ -182,18 +228,20 @@ def annotate_cells(fig: go.Figure, z: np.ndarray, text: np.ndarray, *, colorscal
 
 
 def add_mask_overlay(fig: go.Figure, mask: np.ndarray) -> None:
-    """Masked cells: grey and cell-sized (a second heatmap) with a diagonal stroke (one line trace), so they scale
-    with the figure; two traces whatever the number of cells. Hover still reports the value underneath."""
+    """Masked cells: grey and cell-sized (a second heatmap) with a diagonal stroke in each, so they scale with the
+    figure. Hover still reports the value underneath.
+
+    The strokes are ONE layout shape (an SVG path 'M x0 y0 L x1 y1 M ...' in data coordinates): a line trace with
+    gaps would be one SVG element per cell, and drawing hundreds of them was most of a causal heatmap's draw time.
+    """
     n_rows, n_cols = mask.shape
     fig.add_trace(go.Heatmap(z=np.where(mask, 1.0, np.nan), x=np.arange(n_cols), y=np.arange(n_rows),
                              colorscale=[[0, HATCH_FILL], [1, HATCH_FILL]], showscale=False, hoverinfo="skip"))
-    xs: list = []
-    ys: list = []
-    for i, j in zip(*np.nonzero(mask)):
-        xs += [j - 0.5, j + 0.5, None]
-        ys += [i + 0.5, i - 0.5, None]
-    fig.add_trace(go.Scatter(x=xs, y=ys, mode="lines", line=dict(width=1, color=MASK_COLOUR), hoverinfo="skip",
-                             showlegend=False))
+    rows, cols = np.nonzero(mask)
+    if len(rows):
+        path = " ".join(f"M{j - 0.5:g},{i + 0.5:g}L{j + 0.5:g},{i - 0.5:g}" for i, j in zip(rows, cols))
+        fig.add_shape(type="path", path=path, xref="x", yref="y", line=dict(width=1, color=MASK_COLOUR),
+                      layer="above")
 
 
 def _matrix_axes(fig: go.Figure, rows: Sequence[str], cols: Sequence[str], x_title: str, y_title: str) -> None:

@@ -10,7 +10,8 @@ from collections.abc import Sequence
 import numpy as np
 import plotly.graph_objects as go
 
-from .common import LINE_COLOURS, MASK_COLOUR, PROB_SCALE, annotate_cells, matrix_heatmap, tick_labels
+from .common import (LINE_COLOURS, MASK_COLOUR, PROB_SCALE, annotate_cells, matrix_heatmap, reserve_margins,
+                     tick_labels)
 
 
 def _evals(history: Sequence[dict], key: str) -> tuple[list, list]:
@@ -57,14 +58,14 @@ def score_map(z: np.ndarray, *, title: str, x_title: str, y_title: str, value_na
     """One layer x head map of a head score, layer 0 on top, fixed 0..1 scale, each cell labelled with its value."""
     z = np.asarray(z, dtype=float)
     fig = go.Figure(go.Heatmap(z=z, x=np.arange(z.shape[1]), y=np.arange(z.shape[0]), zmin=0, zmax=1,
-                               colorscale=PROB_SCALE, colorbar=dict(title=dict(text=value_name), thickness=12),
+                               colorscale=PROB_SCALE, showscale=False,  # each cell carries its value
                                hovertemplate=(f"{y_title}: %{{y}}<br>{x_title}: %{{x}}<br>{value_name}: "
                                               f"%{{z:.3f}}<extra></extra>")))
     annotate_cells(fig, z, np.char.mod("%.2f", z), colorscale=PROB_SCALE, zmin=0, zmax=1)
     fig.update_xaxes(title_text=x_title, tickmode="linear", dtick=1)
     fig.update_yaxes(title_text=y_title, tickmode="linear", dtick=1, autorange="reversed")
     fig.update_layout(title=dict(text=title), height=height, margin=dict(l=10, r=10, t=50, b=10))
-    return fig
+    return reserve_margins(fig)
 
 
 def attention_marked(weights: np.ndarray, labels: Sequence[str], *, title: str, x_title: str, y_title: str,
@@ -85,7 +86,7 @@ def attention_marked(weights: np.ndarray, labels: Sequence[str], *, title: str, 
                                  marker=dict(symbol="circle-open", size=9, color=LINE_COLOURS[1], line=dict(width=2))))
         fig.update_layout(showlegend=True, legend=dict(orientation="h", yanchor="bottom", y=1.0, x=1,
                                                        xanchor="right"))
-    return fig
+    return reserve_margins(fig)
 
 
 def next_token_bars(probs: np.ndarray, sampled: np.ndarray, labels: Sequence[str], chosen: int, *, top: int = 10,
@@ -117,7 +118,7 @@ def attention_row(rows: np.ndarray, labels: Sequence[str], *, title: str, x_titl
     fig = matrix_heatmap(rows.reshape(-1, n), names, labels, title=title, x_title=x_title, y_title=y_title,
                          value_name=value_name, height=int(160 + 26 * len(names)))
     fig.update_xaxes(tickangle=0)  # one character per column: upright labels read best
-    return fig
+    return reserve_margins(fig)
 
 
 def loss_curves(history: Sequence[dict], *, x_title: str, y_title: str, train_name: str, val_name: str,

@@ -8,7 +8,7 @@ import numpy as np
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-from .common import LINE_COLOURS, add_mask_overlay, annotate_cells, matrix_heatmap
+from .common import LINE_COLOURS, add_mask_overlay, annotate_cells, matrix_heatmap, reserve_margins
 
 ANNOTATE_MAX_CELLS = 120      # write the value in each cell of matrices this small ...
 ANNOTATE_MAX_COLS = 10        # ... and this narrow
@@ -35,7 +35,8 @@ def stage_matrix(z: np.ndarray, title: str, *, rows: Sequence[str] | None = None
                  zmax: float | None = None, height: int | None = None) -> go.Figure:
     """One stage of the computation, titled with its shape ('title  (R × C)'); values written in small matrices.
 
-    prob=True: probability scale 0..1 (0..zmax if given); else the signed scale. -inf cells are drawn blank
+    prob=True: probability scale 0..1 (0..zmax if given); else the signed scale. Small matrices have their values
+    written in the cells and no colour bar; larger ones have a colour bar and values on hover. -inf cells are drawn blank
     with '−∞' written in them, NaN cells blank with 'NaN'. mask: grey hatched blocked cells.
     dont_care: bool (R,), rows shaded as 'not used'.
     """
@@ -56,6 +57,7 @@ def stage_matrix(z: np.ndarray, title: str, *, rows: Sequence[str] | None = None
         base = fig.data[0]
         annotate_cells(fig, z, _cell_text(z, fmt), colorscale=base.colorscale, zmin=base.zmin, zmax=base.zmax,
                        mask=mask if hatch else None, size=11 if z.shape[1] <= 6 else 10)
+        base.showscale = False  # every cell carries its number: a colour bar would repeat it (and cost the browser)
     labels = [str(c) for c in (cols if cols is not None else [])]
     if labels and len(labels) >= 4 and max(map(len, labels)) >= 4:
         fig.update_xaxes(tickangle=-45)
@@ -63,7 +65,7 @@ def stage_matrix(z: np.ndarray, title: str, *, rows: Sequence[str] | None = None
         fig.update_xaxes(tickmode="linear", tick0=0, dtick=int(np.ceil(z.shape[1] / 8)), tickangle=0)
     if dont_care is not None:
         _shade_rows(fig, np.asarray(dont_care, bool), z.shape[1])
-    return fig
+    return reserve_margins(fig)
 
 
 def _height(n_rows: int) -> int:
@@ -94,7 +96,7 @@ def padded_batch(tokens: Sequence[Sequence[str]], is_pad: np.ndarray, title: str
                      autorange="reversed")
     fig.update_layout(title=dict(text=f"{title}  ({is_pad.shape[0]} × {is_pad.shape[1]})"),
                       height=_height(is_pad.shape[0]), margin=dict(l=10, r=10, t=50, b=10))
-    return fig
+    return reserve_margins(fig)
 
 
 def head_groups(groups: Sequence[int], n_kv: int, title: str, q_label: str, kv_label: str) -> go.Figure:
