@@ -9,6 +9,7 @@ from app_pages._ui import models
 from viz_core import head_analysis
 from viz_core.errors import InputError
 from viz_core.plots import attention as plots
+from viz_core.plots.common import placeholder_figure
 
 VIEWS = ("head", "grid", "lines", "aggregate", "stats", "importance", "export")
 GRID_THUMB = 32  # tiles are at most 32 x 32 cells: a 6 x 12 grid stays light at 512 tokens
@@ -25,6 +26,10 @@ def error(exc: InputError) -> None:
 
 # ---------------------------------------------------------------- model and text
 name = ui.text(t("attention.model"), "model", "", help=t("attention.model_help"), max_chars=200).strip()
+waiting = st.empty()  # the first visit after the server started: a line of text drawn as a chart, so the browser
+if not models.loaded(name):  # loads its chart library while the model loads, not after (about 1 s of a cold start)
+    with waiting:
+        ui.plot(placeholder_figure(t("attention.loading")), key="attention.waiting")
 try:
     with st.spinner(t("attention.loading")):
         m = models.model(name)
@@ -52,8 +57,10 @@ else:
 try:
     r = data.result(name, text, pair, target)
 except InputError as exc:
+    waiting.empty()
     error(exc)
     st.stop()
+waiting.empty()
 if r.truncated:
     st.warning(t("attention.truncated", n=r.n_input_tokens, limit=len(r.tokens)))
 if r.decoder_truncated:

@@ -33,9 +33,19 @@ def model(name: str = "") -> pretrained.LoadedModel:
     return _model(name, policy() if name else ModelPolicy())
 
 
+_loaded: set[str] = set()  # names loaded at least once in this process (the cache may have evicted some since)
+
+
 @st.cache_resource(show_spinner=False, max_entries=3)
 def _model(name: str, model_policy: ModelPolicy) -> pretrained.LoadedModel:
-    return pretrained.load_model(name or None, policy=model_policy)
+    loaded = pretrained.load_model(name or None, policy=model_policy)
+    _loaded.add(name)
+    return loaded
+
+
+def loaded(name: str = "") -> bool:
+    """Whether this process has already loaded the model (so asking for it now will not wait for a load)."""
+    return name in _loaded
 
 
 def default_model() -> pretrained.LoadedModel:

@@ -23,7 +23,9 @@ def _legend_top(fig: go.Figure, above_titles: bool = False) -> go.Figure:
     fig.update_layout(title=dict(yref="container", y=1 - 10 / h, yanchor="top"),
                       legend=dict(orientation="h", yref="container", y=1 - 38 / h, yanchor="top", xanchor="left",
                                   x=0, traceorder="normal"),
-                      margin=dict(_MARGIN, t=100 + (25 if above_titles else 0)))
+                      # left / right / bottom as wide as Chromium's automargin makes them for these line charts'
+                      # tick labels and axis titles: the browser draws each once, not twice
+                      margin=dict(l=70, r=18, b=68, t=100 + (25 if above_titles else 0)))
     return fig
 
 
@@ -45,7 +47,7 @@ def norm_grid_figure(y: np.ndarray, valid: np.ndarray, row_labels: Sequence[str]
     else:
         box = dict(x0=group - 0.5, x1=group + 0.5, y0=-0.5, y1=n_rows - 0.5)
     fig.add_shape(type="rect", line=dict(color=HIGHLIGHT, width=3), **box)
-    fig.update_layout(margin=dict(l=10, r=10, t=70, b=10))
+    fig.update_layout(margin=dict(t=70))  # two-line title; left, right and bottom as matrix_heatmap reserved them
     return fig
 
 

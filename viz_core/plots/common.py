@@ -71,6 +71,17 @@ def matrix_heatmap(z: np.ndarray, row_labels: Sequence[str] | None = None, col_l
     return reserve_margins(fig)
 
 
+def placeholder_figure(text: str, height: int = 90) -> go.Figure:
+    """A figure with nothing but a line of text, shown while the data of the real one is computed: the browser
+    fetches and starts its chart library meanwhile instead of after."""
+    fig = go.Figure()
+    fig.add_annotation(text=text, x=0.5, y=0.5, xref="paper", yref="paper", showarrow=False, font=dict(size=14))
+    fig.update_xaxes(visible=False)
+    fig.update_yaxes(visible=False)
+    fig.update_layout(height=height, margin=dict(l=0, r=0, t=0, b=0))
+    return fig
+
+
 # ---------------------------------------------------------------- margins known before the browser draws
 TICK_FONT_PX = 12  # the Streamlit theme's tick font
 

@@ -177,7 +177,10 @@ def race_figure(grid, hover_grid, trajs: Sequence, names: Mapping[str, str], lab
     _animation_controls(fig, steps, labels, frame_ms)
     _race_axes(fig, x_range, y_range, labels, fit)
     top = 100 if fit is not None else 60      # room for the subplot titles under the legend
-    fig.update_layout(height=height, margin=dict(l=10, r=10, t=top, b=150), hovermode="closest",
+    # margins as wide as Chromium's automargin makes them (tick labels, colour bar, buttons and step slider under
+    # the plot), so the browser draws this heavy figure once instead of twice
+    fig.update_layout(height=height, margin=dict(l=68, r=16 if fit is not None else 100, t=top,
+                                                 b=180 if fit is not None else 188), hovermode="closest",
                       legend=dict(orientation="h", yanchor="bottom", y=1.1 if fit is not None else 1.02, x=0),
                       dragmode="pan",
                       title=dict(text=labels.get("title", "")))
@@ -233,7 +236,7 @@ def _race_axes(fig, x_range, y_range, labels, fit) -> None:
 # ---------------------------------------------------------------- curves over the steps
 def _curve_figure(title: str, y_title: str, x_title: str, height: int = 420) -> go.Figure:
     fig = go.Figure()
-    fig.update_layout(title=dict(text=title), height=height, margin=dict(l=10, r=10, t=50, b=10),
+    fig.update_layout(title=dict(text=title), height=height, margin=dict(l=86, r=24, t=50, b=125),  # measured: drawn once
                       legend=dict(orientation="h", yanchor="top", y=-0.22, x=0), hovermode="x unified")
     fig.update_xaxes(title_text=x_title)
     fig.update_yaxes(title_text=y_title, type="log", exponentformat="power")
