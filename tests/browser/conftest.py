@@ -5,6 +5,7 @@ Under CI (CI=true) a browser that cannot start is a failure, not a skip.
 from __future__ import annotations
 
 import os
+import signal
 import socket
 import subprocess
 import sys
@@ -21,6 +22,25 @@ CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networki
                  "--disable-sync", "--disable-quic", "--no-first-run", "--disable-dev-shm-usage"]
 DONE = "[data-testid='stApp'][data-test-script-state='notRunning']"
 SERVER: dict = {}  # "pid" of the Streamlit server of this test session (for tests that watch its CPU use)
+
+
+TEST_LIMIT_S = 480  # no browser test takes a minute and a half; one that hangs fails instead of stalling the suite
+
+
+@pytest.fixture(autouse=True)
+def _time_limit():
+    """Fail a browser test that runs past TEST_LIMIT_S. A call into the browser (evaluate, count) has no timeout of
+    its own and once waited forever on a renderer that stopped answering: the whole suite stalled."""
+    def expire(_signum, _frame):
+        raise TimeoutError(f"this browser test ran past {TEST_LIMIT_S} s")
+
+    previous = signal.signal(signal.SIGALRM, expire)
+    signal.alarm(TEST_LIMIT_S)
+    try:
+        yield
+    finally:
+        signal.alarm(0)
+        signal.signal(signal.SIGALRM, previous)
 
 
 def _unavailable(reason: str):

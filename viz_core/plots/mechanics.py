@@ -36,8 +36,8 @@ def stage_matrix(z: np.ndarray, title: str, *, rows: Sequence[str] | None = None
     """One stage of the computation, titled with its shape ('title  (R × C)'); values written in small matrices.
 
     prob=True: probability scale 0..1 (0..zmax if given); else the signed scale. Small matrices have their values
-    written in the cells and no colour bar; larger ones have a colour bar and values on hover. -inf cells are drawn blank
-    with '−∞' written in them, NaN cells blank with 'NaN'. mask: grey hatched blocked cells.
+    written in the cells and no colour bar; larger ones have a colour bar and values on hover. -inf cells are drawn
+    blank with '−∞' written in them, NaN cells blank with 'NaN'. mask: grey hatched blocked cells.
     dont_care: bool (R,), rows shaded as 'not used'.
     """
     z = np.asarray(z, dtype=float)

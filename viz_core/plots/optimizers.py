@@ -236,7 +236,8 @@ def _race_axes(fig, x_range, y_range, labels, fit) -> None:
 # ---------------------------------------------------------------- curves over the steps
 def _curve_figure(title: str, y_title: str, x_title: str, height: int = 420) -> go.Figure:
     fig = go.Figure()
-    fig.update_layout(title=dict(text=title), height=height, margin=dict(l=86, r=24, t=50, b=125),  # measured: drawn once
+    # margins as wide as Chromium's automargin makes them (log tick labels, legend below): the browser draws once
+    fig.update_layout(title=dict(text=title), height=height, margin=dict(l=86, r=24, t=50, b=125),
                       legend=dict(orientation="h", yanchor="top", y=-0.22, x=0), hovermode="x unified")
     fig.update_xaxes(title_text=x_title)
     fig.update_yaxes(title_text=y_title, type="log", exponentformat="power")

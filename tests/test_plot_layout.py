@@ -1,0 +1,59 @@
+"""Figures the browser draws once (issue #15): margins reserved for the labels, mask strokes as one path, colour bars
+only where the cells do not carry their values, the loading placeholder."""
+import numpy as np
+import plotly.graph_objects as go
+
+from viz_core.plots import lm as lm_plots
+from viz_core.plots import mechanics as mech_plots
+from viz_core.plots.common import label_px, matrix_heatmap, placeholder_figure, reserve_margins
+
+# what Chromium's automargin gave these labels with the Streamlit theme (measured: left margin, 1400 px page)
+MEASURED_LEFT = {"a": 67, "abcde": 91, "abcdefghij": 113, "哈基咪": 96, "哈基咪哈基咪": 132,
+                 "哈基咪 (133)": 124}
+MEASURED_BOTTOM_60 = {"a": 73, "abcde": 94, "abcdefghij": 113, "哈基咪": 98,  # x labels at -60°
+                      "哈基咪哈基咪": 130}
+
+
+def test_reserved_margins_cover_what_the_browser_measured_without_much_slack():
+    for label, measured in MEASURED_LEFT.items():
+        fig = matrix_heatmap(np.zeros((3, 3)), [label] * 3, ["k"] * 3)
+        assert measured <= fig.layout.margin.l <= measured + 20, (label, fig.layout.margin.l)
+    for label, measured in MEASURED_BOTTOM_60.items():
+        fig = matrix_heatmap(np.zeros((3, 8)), ["q"] * 3, [label] * 8)  # more than 6 columns: labels at -60°
+        assert fig.layout.xaxis.tickangle == -60
+        assert measured <= fig.layout.margin.b <= measured + 20, (label, fig.layout.margin.b)
+
+
+def test_reserved_margins_follow_the_colour_bar_and_the_font():
+    fig = matrix_heatmap(np.zeros((2, 2)), ["a", "b"], ["c", "d"])
+    assert fig.layout.margin.r == 100  # its colour bar and title
+    fig.data[0].showscale = False
+    assert reserve_margins(fig).layout.margin.r == 10
+    assert label_px("哈", 12) > label_px("W", 12) > label_px("a", 12)
+    assert label_px("abc", 9) < label_px("abc", 12)
+
+
+def test_small_stage_matrices_write_values_and_drop_the_colour_bar():
+    small = mech_plots.stage_matrix(np.arange(6.0).reshape(2, 3), "Q", rows=["a", "b"])
+    assert small.data[0].showscale is False
+    assert any(d.type == "scatter" and d.mode == "text" for d in small.data)
+    big = mech_plots.stage_matrix(np.zeros((12, 12)), "S", rows=[str(i) for i in range(12)])
+    assert big.data[0].showscale is not False  # too many cells to write: the colour bar stays
+    assert big.layout.margin.r == 100
+
+
+def test_causal_hatch_is_one_path_through_every_masked_cell():
+    n = 6
+    fig = lm_plots.attention_marked(np.tril(np.ones((n, n))) / np.arange(1, n + 1)[:, None], [str(i) for i in range(n)],
+                                    title="t", x_title="key", y_title="query", value_name="w")
+    paths = [s for s in fig.layout.shapes if s.type == "path"]
+    assert len(paths) == 1
+    assert paths[0].path.count("M") == n * (n - 1) // 2  # one stroke per future cell
+    assert not any(d.type == "scatter" and d.mode == "lines" for d in fig.data)
+
+
+def test_placeholder_is_text_only():
+    fig = placeholder_figure("Loading…")
+    assert isinstance(fig, go.Figure) and not fig.data
+    assert fig.layout.annotations[0].text == "Loading…"
+    assert fig.layout.xaxis.visible is False and fig.layout.yaxis.visible is False

@@ -1,0 +1,68 @@
+"""What an attention extraction returns, and the input checks before it: plain data, no torch.
+
+Shared by the transformers path (viz_core.pretrained) and the numpy path of the packaged model
+(viz_core.bert_numpy), so a page can show the default model's attention without importing torch.
+"""
+from __future__ import annotations
+
+import re
+import unicodedata
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from .errors import InputError
+
+DEFAULT_MODEL = "sentence-transformers/all-MiniLM-L6-v2"
+MAX_CHARS = 20_000          # longer text is cut before tokenising (the model sees at most 512 tokens anyway)
+DISPLAY_TOKEN_LIMIT = 512   # cap for models without a position limit (T5's relative positions)
+_CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f]")
+
+
+@dataclass
+class AttentionResult:
+    """Attention of one input. weights: float32 (layers, heads, N, N), row = query, column = key, rows sum to 1.
+
+    For a decoder-only model weights are its (causal) self-attention. For an encoder-decoder model weights are the
+    encoder self-attention and decoder_weights / cross_weights hold the decoder's self and cross attention.
+    """
+    tokens: list[str]
+    weights: np.ndarray
+    special: np.ndarray                         # bool (N,): [CLS], [SEP], <s>, </s>, ...
+    segments: np.ndarray                        # int8 (N,): 0 = text A, 1 = text B, -1 = special token
+    kind: str = "encoder"
+    n_input_tokens: int = 0                     # tokens before truncation
+    truncated: bool = False
+    decoder_tokens: list[str] = field(default_factory=list)
+    decoder_weights: np.ndarray | None = None   # (layers, heads, T, T)
+    cross_weights: np.ndarray | None = None     # (layers, heads, T, N): decoder queries over encoder keys
+    decoder_truncated: bool = False
+    decoder_special: np.ndarray | None = None   # bool (T,)
+    n_unknown: int = 0                          # tokens of the text that became the unknown token ([UNK])
+    n_text_tokens: int = 0                      # tokens of the text (special tokens not counted)
+    unk_token: str = ""                         # the tokenizer's unknown token, e.g. "[UNK]"
+
+    def parts(self) -> tuple[str, ...]:
+        """Which attention maps this result has: ("self",) or ("encoder", "decoder", "cross")."""
+        return ("encoder", "decoder", "cross") if self.decoder_weights is not None else ("self",)
+
+    def part(self, name: str) -> tuple[np.ndarray, list[str], list[str], np.ndarray, np.ndarray]:
+        """(weights (L, H, Nq, Nk), query tokens, key tokens, query special mask, key special mask) of one map."""
+        if name in ("self", "encoder") or name not in self.parts():
+            return self.weights, self.tokens, self.tokens, self.special, self.special
+        if name == "decoder":
+            return self.decoder_weights, self.decoder_tokens, self.decoder_tokens, self.decoder_special, \
+                self.decoder_special
+        return self.cross_weights, self.decoder_tokens, self.tokens, self.decoder_special, self.special
+
+
+# ---------------------------------------------------------------- input checks
+def clean_text(text: str | None, what: str = "text") -> str:
+    """Normalise user text (NFC, control characters removed, length bounded); empty text is an InputError.
+
+    what names the box for the message: "text", "text_b" or "target".
+    """
+    text = unicodedata.normalize("NFC", _CONTROL.sub(" ", str(text or "")))[:MAX_CHARS]
+    if not text.strip():
+        raise InputError("attention.empty_text", f"the {what} is empty: type a sentence", what=what)
+    return text
