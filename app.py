@@ -44,6 +44,7 @@ def main() -> None:
         nav.run()
     finally:  # also after st.stop(): the address follows the page's state, in one history entry
         state.sync_address()
+        warmup.page_served.set()
 
 
 if __name__ == "__main__":  # a visitor's script run (also AppTest's)

@@ -32,11 +32,11 @@ if not models.loaded(name):  # loads its chart library while the model loads, no
         ui.plot(placeholder_figure(t("attention.loading")), key="attention.waiting")
 try:
     with st.spinner(t("attention.loading")):
-        m = models.model(name)
+        m = models.info(name)
 except InputError as exc:
     error(exc)
     st.caption(t("attention.fallback"))
-    name, m = "", models.default_model()
+    name, m = "", models.info("")
 st.markdown(t("attention.model_info", name=m.name, kind=t(f"attention.kind_{m.kind}"), layers=m.n_layers,
               heads=m.n_heads, max_tokens=m.max_tokens))
 

@@ -8,7 +8,7 @@ import numpy as np
 import streamlit as st
 
 from viz_core import head_analysis
-from viz_core.pretrained import AttentionResult
+from viz_core.attention_result import AttentionResult
 
 from . import models
 

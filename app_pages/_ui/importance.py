@@ -6,19 +6,22 @@ import contextlib
 import csv as _csv
 import io
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 import streamlit as st
 
 import app_pages._ui as ui
 from viz_core import head_analysis
-from viz_core.attribution import TokenAttribution, token_attribution
 from viz_core.errors import InputError
-from viz_core.ablation import HeadImportance, head_importance
 from viz_core.plots import attention as attention_plots
 from viz_core.plots import importance as plots
 
 from . import models
+
+if TYPE_CHECKING:  # torch: imported when the view is opened (see importance(), attribution())
+    from viz_core.ablation import HeadImportance
+    from viz_core.attribution import TokenAttribution
 
 METHODS = ("zero", "mean")
 PEAK_STATS = ("max", "entropy")
@@ -41,12 +44,16 @@ class Input:
 @st.cache_data(show_spinner=False, max_entries=32)
 def importance(name: str, kind: str, text: str, pair: str, target: str, part: str, method: str) -> HeadImportance:
     """All L x H ablations of one input (see viz_core.ablation)."""
+    from viz_core.ablation import head_importance  # torch: imported when this view is opened, not with the page
+
     return head_importance(models.model(name), text, pair or None, method=method, target=_target(kind, target),
                            part=part)
 
 
 @st.cache_data(show_spinner=False, max_entries=32)
 def attribution(name: str, kind: str, text: str, pair: str, target: str, steps: int) -> TokenAttribution:
+    from viz_core.attribution import token_attribution  # torch, as above
+
     return token_attribution(models.model(name), text, pair or None, steps=steps, target=_target(kind, target))
 
 

@@ -1,15 +1,26 @@
-"""Cached access to pretrained models, shared by every session (read-only: eval mode, inference only)."""
+"""Cached access to pretrained models, shared by every session (read-only: eval mode, inference only).
+
+The packaged model's attention comes from its numpy forward pass (viz_core.bert_numpy): a page that only shows
+attention never imports torch or transformers (about 3 s of a cold start). The transformers model loads when a view
+needs the model itself (head importance, Q / K / V, position embeddings); from then on the numpy path reads that
+model's parameters, so the server holds one copy of the weights.
+"""
 from __future__ import annotations
 
 import os
 import threading
 from collections import OrderedDict
+from typing import TYPE_CHECKING
 
 import numpy as np
 import streamlit as st
 
-from viz_core import pretrained
+from viz_core import bert_numpy
+from viz_core.attention_result import AttentionResult
 from viz_core.model_policy import ModelPolicy
+
+if TYPE_CHECKING:
+    from viz_core import pretrained
 
 
 def policy() -> ModelPolicy:
@@ -27,25 +38,50 @@ def _secrets_table(name: str) -> dict:
     return dict(table) if hasattr(table, "keys") else {}
 
 
-def model(name: str = "") -> pretrained.LoadedModel:
+def model(name: str = "") -> "pretrained.LoadedModel":
     """The loaded model for a hub id / folder ("" = the packaged all-MiniLM-L6-v2), as the policy allows.
     Raises InputError."""
     return _model(name, policy() if name else ModelPolicy())
 
 
 _loaded: set[str] = set()  # names loaded at least once in this process (the cache may have evicted some since)
+_numpy_made = threading.Event()
 
 
 @st.cache_resource(show_spinner=False, max_entries=3)
-def _model(name: str, model_policy: ModelPolicy) -> pretrained.LoadedModel:
-    loaded = pretrained.load_model(name or None, policy=model_policy)
+def _model(name: str, model_policy: ModelPolicy) -> "pretrained.LoadedModel":
+    from viz_core import pretrained  # torch and transformers: only when a view needs the model itself
+
+    loaded_model = pretrained.load_model(name or None, policy=model_policy)
+    if not name and _numpy_made.is_set():
+        _share_weights(numpy_default(), loaded_model)
     _loaded.add(name)
-    return loaded
+    return loaded_model
+
+
+@st.cache_resource(show_spinner=False)
+def numpy_default() -> bert_numpy.NumpyBert:
+    """The packaged model in numpy: its attention without torch (see the module docstring)."""
+    nb = bert_numpy.load_default()
+    if "" in _loaded:
+        _share_weights(nb, _model("", ModelPolicy()))
+    _numpy_made.set()
+    return nb
+
+
+def _share_weights(nb: bert_numpy.NumpyBert, loaded_model) -> None:
+    nb.adopt({k: v.detach().numpy() for k, v in loaded_model.model.state_dict().items()})
+
+
+def info(name: str = "") -> "bert_numpy.ModelInfo | pretrained.LoadedModel":
+    """Name, kind, layers, heads, token limit and pair support of a model; the packaged one's without torch.
+    Raises InputError (as model())."""
+    return numpy_default().info if not name else model(name)
 
 
 def loaded(name: str = "") -> bool:
-    """Whether this process has already loaded the model (so asking for it now will not wait for a load)."""
-    return name in _loaded
+    """Whether this process can answer for this model without loading it first."""
+    return name in _loaded or (not name and _numpy_made.is_set())
 
 
 def default_model() -> pretrained.LoadedModel:
@@ -60,7 +96,7 @@ class _ByteBoundedCache:
         self.budget, self.items, self.lock = budget_bytes, OrderedDict(), threading.Lock()
 
     @staticmethod
-    def _size(r: pretrained.AttentionResult) -> int:
+    def _size(r: AttentionResult) -> int:
         return sum(a.nbytes for a in (r.weights, r.decoder_weights, r.cross_weights) if a is not None)
 
     def get(self, key, compute):
@@ -84,20 +120,28 @@ def _attention_cache() -> _ByteBoundedCache:
     return _ByteBoundedCache(ATTENTION_CACHE_BYTES)
 
 
-def attention(name: str, text: str, text_pair: str = "", target_text: str = "") -> pretrained.AttentionResult:
-    """Attention of one input (shared, read-only arrays: callers never modify them in place). Raises InputError."""
-    return _attention_cache().get(
-        (name, text, text_pair, target_text),
-        lambda: pretrained.attention_for(model(name), text, text_pair or None, target_text or None))
+def attention(name: str, text: str, text_pair: str = "", target_text: str = "") -> AttentionResult:
+    """Attention of one input (shared, read-only arrays: callers never modify them in place). Raises InputError.
+
+    The packaged model ("") answers from its numpy forward pass (equal to transformers' within 1e-5, tested)."""
+    def compute() -> AttentionResult:
+        if not name:
+            return numpy_default().attention(text, text_pair or None)
+        from viz_core import pretrained
+        return pretrained.attention_for(model(name), text, text_pair or None, target_text or None)
+
+    return _attention_cache().get((name, text, text_pair, target_text), compute)
 
 
 @st.cache_resource(show_spinner=False, max_entries=16)
-def qkv(text: str, layer: int, name: str = "") -> pretrained.QKV:
+def qkv(text: str, layer: int, name: str = "") -> "pretrained.QKV":
     """Q, K, V (H, N, d_k) of one layer of the model for text."""
+    from viz_core import pretrained
     return pretrained.qkv_for(model(name), text, layer)
 
 
 @st.cache_data(show_spinner=False, max_entries=2)
 def position_embeddings(name: str = "") -> np.ndarray | None:
     """Learned position embeddings (max_positions, d_model) of the model, or None."""
+    from viz_core import pretrained
     return pretrained.position_embeddings(model(name))

@@ -1,10 +1,15 @@
-"""Warm-up once per server process: a background thread imports torch, transformers and plotly, loads the default
-model and computes the attention of the Attention page's default sentences, so the first visit to the Attention page
-(or to a section of another page that uses the model) finds them in the shared caches.
+"""Warm-up once per server process, in a background thread:
+1. the packaged model in numpy (viz_core.bert_numpy, no torch) and the attention of the Attention page's default
+   sentences, so a first visit finds its heatmap computed;
+2. plotly's import;
+3. then, once a visitor's page has run (or after FIRST_PAGE_WAIT_S), torch, transformers and the transformers model
+   for the views that need the model itself. Their import holds the GIL for about 3 s: started at once, it slowed the
+   first visitor's page to a crawl.
 
 It starts as the server starts (`lifespan`, the st.App hook that `streamlit run app.py` and `uvicorn app:app` use),
-while the first visitor's browser is still loading the page; AppTest has no server and no warm-up. A visit that needs the model before the thread is done
-waits for the same load (st.cache_resource computes a key once), it never loads a second copy.
+while the first visitor's browser is still loading the page; AppTest has no server and no warm-up. A visit that needs
+a model before the thread is done waits for the same load (st.cache_resource computes a key once), it never loads a
+second copy.
 
 This module is cheap to import (no torch): the heavy imports happen in the thread, never in a script run.
 """
@@ -17,6 +22,8 @@ import threading
 from collections.abc import AsyncIterator
 
 _started = threading.Event()
+page_served = threading.Event()  # set by app.py after a visitor's first script run
+FIRST_PAGE_WAIT_S = 8.0          # torch's import waits this long for the first visitor's page, at most
 
 
 @contextlib.asynccontextmanager
@@ -39,12 +46,15 @@ def _warm(texts: tuple[str, ...]) -> None:
     try:
         import pandas  # noqa: F401 - whole, before a page needs it (see app.py)
 
+        from . import models
+
+        for text in texts:  # the packaged model in numpy: the Attention page's first heatmap needs no torch
+            models.attention("", text)
         from viz_core.plots import attention as _plots  # noqa: F401 - plotly's import, before the first figure
 
-        from . import models  # imports torch and viz_core.pretrained: here, not in a script run
-
-        for text in texts:
-            models.attention("", text)
+        # importing torch and transformers holds the GIL for about 3 s: not while a first visitor's page runs
+        page_served.wait(FIRST_PAGE_WAIT_S)
+        models.default_model()  # for the views that need the model itself; the numpy path then shares its weights
         _freeze_long_lived()
     except Exception:  # noqa: BLE001 - a failed warm-up only means that the first visit loads the model itself
         logging.getLogger(__name__).exception("warm-up of the default model failed")
