@@ -2,9 +2,9 @@
 1. the packaged model in numpy (viz_core.bert_numpy, no torch) and the attention of the Attention page's default
    sentences, so a first visit finds its heatmap computed;
 2. plotly's import;
-3. then, once a visitor's page has run (or after FIRST_PAGE_WAIT_S), torch, transformers and the transformers model
-   for the views that need the model itself. Their import holds the GIL for about 3 s: started at once, it slowed the
-   first visitor's page to a crawl.
+3. then, once a visitor's first page has run, torch, transformers and the transformers model for the views that
+   need the model itself. Their import holds the GIL for about 3 s: started at once, it slowed the first visitor's
+   page down (a view that needs the model before then loads it itself, behind a spinner).
 
 It starts as the server starts (`lifespan`, the st.App hook that `streamlit run app.py` and `uvicorn app:app` use),
 while the first visitor's browser is still loading the page; AppTest has no server and no warm-up. A visit that needs
@@ -22,8 +22,7 @@ import threading
 from collections.abc import AsyncIterator
 
 _started = threading.Event()
-page_served = threading.Event()  # set by app.py after a visitor's first script run
-FIRST_PAGE_WAIT_S = 8.0          # torch's import waits this long for the first visitor's page, at most
+page_served = threading.Event()  # set by app.py after a visitor's script run
 
 
 @contextlib.asynccontextmanager
@@ -52,8 +51,8 @@ def _warm(texts: tuple[str, ...]) -> None:
             models.attention("", text)
         from viz_core.plots import attention as _plots  # noqa: F401 - plotly's import, before the first figure
 
-        # importing torch and transformers holds the GIL for about 3 s: not while a first visitor's page runs
-        page_served.wait(FIRST_PAGE_WAIT_S)
+        # importing torch and transformers holds the GIL for about 3 s: not before a first visitor's page is drawn
+        page_served.wait()
         models.default_model()  # for the views that need the model itself; the numpy path then shares its weights
         _freeze_long_lived()
     except Exception:  # noqa: BLE001 - a failed warm-up only means that the first visit loads the model itself
