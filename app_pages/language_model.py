@@ -233,6 +233,7 @@ def downloads(lm) -> None:
 
 def own_sequence(lm) -> None:
     st.subheader(t("lm.own"))
+    st.markdown(t("lm.own_intro"))
     default = " ".join(lm.tokenizer.itos[i] for i in _probe_ids(lm))
     text = ui.text(t("lm.own_input"), "seq", default, max_chars=400, help=t("lm.own_help", max=lm.tokenizer.size - 1))
     analysis, err = lu.safe(lu.analyse, lm, "induction", text)

@@ -66,3 +66,13 @@ def test_adopted_weights_give_the_same_result(models):
 def test_empty_text_is_an_input_error(models):
     with pytest.raises(InputError):
         models[0].attention("   ")
+
+
+def test_the_page_cache_holds_the_packaged_weights_once():
+    """Whichever of the two forms the server makes second, the numpy one then reads the transformers parameters."""
+    from app_pages._ui import models as page_models
+
+    nb, hf = page_models.numpy_default(), page_models.default_model()
+    name = "encoder.layer.3.attention.self.query.weight"
+    assert np.shares_memory(nb.w[name], dict(hf.model.named_parameters())[name].detach().numpy())
+    assert page_models.loaded("")

@@ -45,7 +45,8 @@ def model(name: str = "") -> "pretrained.LoadedModel":
 
 
 _loaded: set[str] = set()  # names loaded at least once in this process (the cache may have evicted some since)
-_numpy_made = threading.Event()
+_packaged: dict = {"transformers": None, "numpy": None}  # the packaged model's two forms, once each is made
+_packaged_lock = threading.Lock()
 
 
 @st.cache_resource(show_spinner=False, max_entries=3)
@@ -53,8 +54,8 @@ def _model(name: str, model_policy: ModelPolicy) -> "pretrained.LoadedModel":
     from viz_core import pretrained  # torch and transformers: only when a view needs the model itself
 
     loaded_model = pretrained.load_model(name or None, policy=model_policy)
-    if not name and _numpy_made.is_set():
-        _share_weights(numpy_default(), loaded_model)
+    if not name:
+        _made("transformers", loaded_model)
     _loaded.add(name)
     return loaded_model
 
@@ -63,14 +64,18 @@ def _model(name: str, model_policy: ModelPolicy) -> "pretrained.LoadedModel":
 def numpy_default() -> bert_numpy.NumpyBert:
     """The packaged model in numpy: its attention without torch (see the module docstring)."""
     nb = bert_numpy.load_default()
-    if "" in _loaded:
-        _share_weights(nb, _model("", ModelPolicy()))
-    _numpy_made.set()
+    _made("numpy", nb)
     return nb
 
 
-def _share_weights(nb: bert_numpy.NumpyBert, loaded_model) -> None:
-    nb.adopt({k: v.detach().numpy() for k, v in loaded_model.model.state_dict().items()})
+def _made(form: str, obj) -> None:
+    """Record one form of the packaged model; whichever form comes second makes the numpy one read the
+    transformers parameters (under a lock, so two forms made at the same time cannot both miss the other)."""
+    with _packaged_lock:
+        _packaged[form] = obj
+        hf, nb = _packaged["transformers"], _packaged["numpy"]
+    if hf is not None and nb is not None:  # only the second of the two calls sees both
+        nb.adopt({k: v.detach().numpy() for k, v in hf.model.state_dict().items()})
 
 
 def info(name: str = "") -> "bert_numpy.ModelInfo | pretrained.LoadedModel":
@@ -81,7 +86,7 @@ def info(name: str = "") -> "bert_numpy.ModelInfo | pretrained.LoadedModel":
 
 def loaded(name: str = "") -> bool:
     """Whether this process can answer for this model without loading it first."""
-    return name in _loaded or (not name and _numpy_made.is_set())
+    return name in _loaded or (not name and _packaged["numpy"] is not None)
 
 
 def default_model() -> pretrained.LoadedModel:
@@ -126,7 +131,7 @@ def attention(name: str, text: str, text_pair: str = "", target_text: str = "") 
     The packaged model ("") answers from its numpy forward pass until transformers has loaded it (equal within
     1e-5, tested), then from transformers, which is faster on long inputs (0.19 s against 0.24 s at 512 tokens)."""
     def compute() -> AttentionResult:
-        if not name and "" not in _loaded:
+        if not name and _packaged["transformers"] is None:
             return numpy_default().attention(text, text_pair or None)
         from viz_core import pretrained
         return pretrained.attention_for(model(name), text, text_pair or None, target_text or None)

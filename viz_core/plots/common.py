@@ -102,8 +102,8 @@ def reserve_margins(fig: go.Figure) -> go.Figure:
     Plotly's automargin measures what the labels need only after a first draw and then draws the whole figure
     again with the wider margins: every matrix on a page was drawn twice. A margin at least as wide as the need
     leaves automargin nothing to push, so the browser draws once (automargin stays on for anything missed here).
-    Constants measured in Chromium with the Streamlit theme: 61 px for the y title and ticks, 62 px for the x title
-    and ticks, 92 px for a colour bar with its title.
+    Measured in Chromium with the Streamlit theme: the y title and ticks take 61 px besides the labels, the x title
+    and ticks 62 px, a colour bar with its title 92 px; we ask for 64, 64 and 100 px (a little slack, never short).
     """
     lay = fig.layout
     rows = _axis_labels(lay.yaxis, fig.data, "y")
