@@ -4,7 +4,8 @@ The sidebar links are drawn here (st.navigation's own menu is hidden) so that ea
 a page comes back as the user left it, and a page switch is exactly one browser-history entry (see _ui/state.py).
 
 `streamlit run app.py` imports this file once as the server starts and finds `app` (an st.App): its lifespan starts
-the warm-up of the default model before the first visitor arrives (issue #15). Each visit then runs this file as a
+the warm-up of the default model before the first visitor arrives (issue #15), and its middleware and lifespan keep
+what one visitor can make the server hold bounded (app_pages/_ui/serving.py, issue #19). Each visit then runs this file as a
 script (__name__ == "__main__"), which is the router below.
 
 pandas is imported here, before any page: plotly looks pandas up in sys.modules without importing it, so while one
@@ -13,9 +14,10 @@ session's first page imported it, another session's figure could meet a half-ini
 """
 import pandas  # noqa: F401 - first, see the docstring
 import streamlit as st
+from streamlit.runtime.scriptrunner import StopException
 
 from app_pages import _ui as ui
-from app_pages._ui import state, warmup
+from app_pages._ui import memory, serving, state, warmup
 from app_pages._ui.nav import PAGES
 from viz_core.i18n import LANGUAGE_NAMES, LANGUAGES, normalise_lang
 
@@ -40,14 +42,21 @@ def main() -> None:
             st.page_link(pages[stem], label=ui.t(f"common.nav_{stem}"), icon=icon,
                          query_params=state.page_address(stem, lang))
     st.sidebar.caption(ui.t("common.theme_hint"))
+    completed = False
     try:
         nav.run()
+        completed = True
+    except StopException:  # st.stop(): the run ends here, complete
+        completed = True
+        raise
     finally:  # also after st.stop(): the address follows the page's state, in one history entry
         state.sync_address()
         warmup.page_served.set()
+        state.forget_stale_widgets(completed)  # what Streamlit keeps of widgets gone from the page (issue #19)
+        memory.settle()  # earlier runs' page data is garbage now: collected once the process has grown
 
 
 if __name__ == "__main__":  # a visitor's script run (also AppTest's)
     main()
 else:  # imported by `streamlit run app.py` (or `uvicorn app:app`) to serve it
-    app = st.App(__file__, lifespan=warmup.lifespan)
+    app = st.App(__file__, lifespan=serving.lifespan, middleware=serving.middleware())

@@ -37,7 +37,7 @@ except InputError as exc:
     error(exc)
     st.caption(t("attention.fallback"))
     name, m = "", models.info("")
-st.markdown(t("attention.model_info", name=m.name, kind=t(f"attention.kind_{m.kind}"), layers=m.n_layers,
+st.markdown(t("attention.model_info", name=ui.plain_md(m.name), kind=t(f"attention.kind_{m.kind}"), layers=m.n_layers,
               heads=m.n_heads, max_tokens=m.max_tokens))
 
 pair = target = ""

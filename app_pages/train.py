@@ -303,9 +303,12 @@ def compare_tab(task, base: ModelConfig, train_cfg: TrainConfig) -> dict:
     cfg = TrainConfig.from_dict(train_cfg.to_dict() | {"max_steps": steps, "max_seconds": 120.0,
                                                         "target_accuracy": None})
     runs = [(label, m, cfg) for label, m in variants(kind, base)]
+    refused = next((err for _, m, c in runs for _, err in [tu.safe(check_fits, task, m, c)] if err), None)
+    if refused is not None:  # the same budget as the Train tab, for every variant
+        ui.show_error(refused)
     running = tu.running()
     c1, c2 = st.columns(2)
-    c1.button(t("train.cmp_go"), key="train.cmp_go", disabled=running, on_click=tu.start_job,
+    c1.button(t("train.cmp_go"), key="train.cmp_go", disabled=running or refused is not None, on_click=tu.start_job,
               args=(f"compare:{kind}", task, runs))
     c2.button(t("train.stop"), key="train.cmp_stop", disabled=not running, on_click=tu.stop_job)
     stored = tu.compare_runs().get((task.name, kind))
@@ -355,6 +358,7 @@ def finish_job(job) -> None:
     """Keep the result of a finished job (the trained model, or the comparison curves) and say why it stopped."""
     runs = tu.train_runs(job)
     trainer = runs.runs[0][1]
+    last = runs.runs[-1][1]
     if job.status == "error":
         st.session_state[tu.RESULT_KEY] = ("failed", report_unexpected(job.error, "train job"), trainer.step, None)
     elif runs.kind == "train":
@@ -363,12 +367,15 @@ def finish_job(job) -> None:
             st.session_state[tu.RESULT_KEY] = ("error", trainer.reason, trainer.step, acc)
         elif trainer.step > 0:
             tu.keep_model(runs.task_name, trainer.translator(), "trained")
-            st.session_state[tu.RESULT_KEY] = ("ok", trainer.reason, trainer.step, acc)
+            st.session_state[tu.RESULT_KEY] = ("ok", trainer.reason or "stopped", trainer.step, acc)
+        else:  # stopped before its first step (in line for a slot, or at once)
+            st.session_state[tu.RESULT_KEY] = ("ok", "unstarted", 0, None)
     else:
         key = (runs.task_name, runs.kind.split(":", 1)[1])
         tu.compare_runs()[key] = [(label, [m.to_dict() for m in tr.history]) for label, tr in runs.runs
                                   if tr.history]
-        st.session_state[tu.RESULT_KEY] = ("ok", runs.runs[-1][1].reason, runs.runs[-1][1].step, None)
+        # a run stopped while it waited in line never started: it has no reason of its own
+        st.session_state[tu.RESULT_KEY] = ("ok", last.reason or "unstarted", last.step, None)
 
 
 def show_result() -> None:

@@ -291,9 +291,10 @@ def _config_with(files, edit) -> bytes:
 
 
 @pytest.mark.parametrize("case,code", [
-    ("truncated", "train.ckpt_corrupt"), ("random", "train.ckpt_corrupt"), ("pickle", "train.ckpt_corrupt"),
-    ("nan", "train.ckpt_corrupt"), ("not_json", "train.ckpt_bad_config"), ("wrong_format", "train.ckpt_bad_config"),
-    ("bad_model", "train.ckpt_bad_config"), ("d_model", "train.ckpt_mismatch"), ("vocab", "train.ckpt_mismatch"),
+    ("truncated", "upload.bad_safetensors"), ("random", "upload.bad_safetensors"),
+    ("pickle", "upload.bad_safetensors"), ("nan", "train.ckpt_corrupt"), ("not_json", "upload.bad_json"),
+    ("wrong_format", "train.ckpt_bad_config"), ("bad_model", "train.ckpt_bad_config"), ("d_model", "train.ckpt_shape"),
+    ("vocab", "train.ckpt_mismatch"),
     ("missing", "train.ckpt_missing"), ("unknown_task", "train.unknown_task"),
 ])
 def test_corrupt_or_wrong_checkpoints_are_refused(trained, case, code):
@@ -329,7 +330,7 @@ def test_corrupt_or_wrong_checkpoints_are_refused(trained, case, code):
 def test_bad_zip_and_missing_directory(tmp_path):
     with pytest.raises(InputError) as info:
         read_upload([("ckpt.zip", b"PK\x03\x04 not really")])
-    assert info.value.code == "train.ckpt_bad_zip"
+    assert info.value.code == "upload.bad_zip"
     with pytest.raises(InputError) as info:
         load_checkpoint(tmp_path / "nowhere")
     assert info.value.code == "train.ckpt_missing"

@@ -26,6 +26,7 @@ import numpy as np
 import torch
 
 from .errors import InputError
+from .hooks import thread_hooks
 from .pretrained import LoadedModel, _decoder_inputs, _encode, clean_text
 
 METHODS = ("zero", "mean")
@@ -142,7 +143,7 @@ def _next_objective(m: LoadedModel, text: str, target: str | int | None) -> Obje
         with torch.inference_mode():
             target = int(_logits(m, m.model(**enc, return_dict=True).last_hidden_state[:, -1]).argmax(-1)[0])
     elif isinstance(target, str):
-        ids = m.tokenizer(target, add_special_tokens=False)["input_ids"]
+        ids = m.tokenize(target, add_special_tokens=False)["input_ids"]
         if not ids:
             raise InputError("importance.bad_target", "the target token is empty")
         target = ids[0]
@@ -157,7 +158,7 @@ def _seq2seq_objective(m: LoadedModel, text: str, target: str | int | None) -> O
         raise InputError("importance.need_target", "an encoder-decoder model needs a target text to score")
     enc = _encoding(m, text)
     dec_ids, _ = _decoder_inputs(m, target)                      # (1, T): [start] + target[:-1]
-    target_ids = m.tokenizer(text_target=clean_text(target, "target"), add_special_tokens=True)["input_ids"]
+    target_ids = m.tokenize(text_target=clean_text(target, "target"), add_special_tokens=True)["input_ids"]
     labels = torch.tensor([target_ids[: dec_ids.shape[1]]])      # (1, T): the token each position predicts
     enc["decoder_input_ids"] = dec_ids
     return Objective("seq2seq", [enc], labels=labels)
@@ -231,14 +232,8 @@ def grow_hook(n_new: int):
 def _run(m: LoadedModel, enc: dict, batch: int, hooks: list) -> object:
     """One forward of enc repeated batch times, with (module, pre-hook) pairs attached."""
     inputs = {k: v.expand(batch, *v.shape[1:]) if isinstance(v, torch.Tensor) else v for k, v in enc.items()}
-    handles = [module.register_forward_pre_hook(hook, with_kwargs=kw) for module, hook, kw in
-               ((*h, False) if len(h) == 2 else h for h in hooks)]
-    try:
-        with torch.inference_mode():
-            return m.model(**inputs, return_dict=True)
-    finally:
-        for h in handles:
-            h.remove()
+    with thread_hooks(pre=hooks), torch.inference_mode():  # this thread's pass only: the model is shared
+        return m.model(**inputs, return_dict=True)
 
 
 def head_means(m: LoadedModel, enc: dict, projections: list[torch.nn.Module]) -> list[torch.Tensor]:

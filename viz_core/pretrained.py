@@ -11,6 +11,7 @@ import logging
 import os
 import re
 import socket
+import threading
 from dataclasses import dataclass, field
 from pathlib import Path
 from urllib.parse import urlparse
@@ -20,6 +21,7 @@ import torch
 
 from .attention_result import DEFAULT_MODEL, DISPLAY_TOKEN_LIMIT, MAX_CHARS, AttentionResult, clean_text  # noqa: F401
 from .errors import InputError
+from .hooks import thread_hooks
 from .model_policy import ModelPolicy, folder_files, is_hub_id
 
 _CAUSAL_TYPES = {"gpt2", "gpt_neo", "gptj", "gpt_neox", "gpt_bigcode", "llama", "mistral", "mixtral", "qwen2",
@@ -40,6 +42,15 @@ class LoadedModel:
     max_tokens: int           # longest input the model accepts (positions), capped at DISPLAY_TOKEN_LIMIT
     supports_pair: bool       # takes a sentence pair (text A [SEP] text B)
     hook_targets: tuple | None = field(default=None, repr=False)  # cached by _attention_modules
+    _tokenizer_lock: threading.Lock = field(default_factory=threading.Lock, repr=False, compare=False)
+
+    def tokenize(self, *args, **kwargs):
+        """The tokenizer's __call__, one thread at a time. A fast tokenizer keeps its truncation and padding
+        settings in the shared Rust object and sets them on every call: two sessions asking for truncation on and
+        off at the same moment could get each other's setting (an untruncated 3000-token input reached a 512-position
+        model). Calls take about a millisecond, so waiting costs nothing noticeable."""
+        with self._tokenizer_lock:
+            return self.tokenizer(*args, **kwargs)
 
 
 @dataclass
@@ -232,7 +243,7 @@ def _hub_reachable(timeout: float = 3.0) -> bool:
 def _encode(m: LoadedModel, text: str, text_pair: str | None):
     """Tokenise truncated to the model's limit; only input that reaches the limit is tokenised again, untruncated,
     to count what was cut. Returns (encoding, number of tokens before truncation)."""
-    tok = m.tokenizer
+    tok = m.tokenize
     # split_special_tokens: a user who types "[SEP]" gets the characters, not the model's separator token.
     enc = tok(text, text_pair, add_special_tokens=True, truncation=True, max_length=m.max_tokens,
               return_special_tokens_mask=True, return_tensors="pt", split_special_tokens=True)
@@ -314,13 +325,8 @@ def _forward_streaming(m: LoadedModel, enc) -> np.ndarray | None:
                 filled[layer] = True
         return hook
 
-    hooks = [mod.register_forward_hook(hook_for(i)) for i, mod in enumerate(modules)]
-    try:
-        with torch.inference_mode():
-            m.model(**enc, output_attentions=False, return_dict=True)
-    finally:
-        for h in hooks:
-            h.remove()
+    with thread_hooks(forward=[(mod, hook_for(i)) for i, mod in enumerate(modules)]), torch.inference_mode():
+        m.model(**enc, output_attentions=False, return_dict=True)
     return buf if all(filled) else None
 
 
@@ -390,7 +396,7 @@ def _decoder_inputs(m: LoadedModel, target_text: str | None) -> tuple[torch.Tens
         start = config.pad_token_id if config.pad_token_id is not None else 0
     target_ids: list[int] = []
     if target_text and target_text.strip():
-        target_ids = m.tokenizer(text_target=clean_text(target_text, "target"), add_special_tokens=True,
+        target_ids = m.tokenize(text_target=clean_text(target_text, "target"), add_special_tokens=True,
                                  split_special_tokens=True)["input_ids"]
     ids = [start] + list(target_ids[:-1] if target_ids else [])
     truncated = len(ids) > m.max_tokens
@@ -425,15 +431,11 @@ def qkv_for(m: LoadedModel, text: str, layer: int) -> QKV:
         raise InputError("attention.qkv_unsupported", "Q, K, V are read from encoder models only", name=m.name)
     text = clean_text(text)
     captured: list[torch.Tensor] = []
-    hooks = [mod.register_forward_hook(lambda _m, _i, out: captured.append(out)) for mod in _find_qkv_modules(m, layer)]
-    try:
-        enc, _ = _encode(m, text, None)
-        enc.pop("special_tokens_mask")
-        with torch.inference_mode():
-            out = m.model(**enc, output_attentions=True, return_dict=True)
-    finally:
-        for h in hooks:
-            h.remove()
+    enc, _ = _encode(m, text, None)
+    enc.pop("special_tokens_mask")
+    capture = [(mod, lambda _m, _i, out: captured.append(out)) for mod in _find_qkv_modules(m, layer)]
+    with thread_hooks(forward=capture), torch.inference_mode():
+        out = m.model(**enc, output_attentions=True, return_dict=True)
     n_heads = m.n_heads
     q, k, v = (t[0].view(t.shape[1], n_heads, -1).transpose(0, 1).float().numpy() for t in captured)  # (H, N, d_k)
     return QKV(tokens=m.tokenizer.convert_ids_to_tokens(enc["input_ids"][0].tolist()), q=q, k=k, v=v,

@@ -28,6 +28,7 @@ import torch.nn.functional as F
 from .errors import InputError
 from .model import ModelConfig, Seq2SeqTransformer, count_parameters
 from .threads import thread_budget
+from .uploads import parse_json, safetensors_header, zip_members
 from .tasks import BOS, EOS, PAD, RangeNote, Task, encode_batch, make_task, sample_batch
 
 MEMORY_LIMIT_BYTES = 1 << 30  # a training run may use at most about 1 GiB (the app is shared by many visitors)
@@ -530,43 +531,68 @@ def load_checkpoint(path: str | Path) -> Translator:
     return load_checkpoint_files(files)
 
 
+MAX_UPLOADS = 4  # files in one upload: a zip, or config.json + model.safetensors (+ snapshots.safetensors)
+
+# What a checkpoint may ask the app to build: the ranges the Train page offers (its custom size and training
+# controls), a little wider. Checked, with each value's type, before anything is built or read (issue #19).
+MODEL_LIMITS = {"d_model": (1, 1024), "n_heads": (1, 16), "n_kv_heads": (1, 16), "n_enc_layers": (1, 8),
+                "n_dec_layers": (1, 8), "d_ff": (1, 4096), "max_len": (1, 256), "src_vocab": (1, 1000),
+                "tgt_vocab": (1, 1000), "emb_dropout": (0.0, 0.9), "attn_dropout": (0.0, 0.9),
+                "resid_dropout": (0.0, 0.9), "pad_id": (0, 0)}
+TRAIN_LIMITS = {"batch_size": (1, 4096), "max_seconds": (0.0, 10.0**7), "max_steps": (1, 10**9),
+                "target_accuracy": (0.0, 1.0), "target_patience": (1, 100), "lr_factor": (0.0, 100.0),
+                "warmup": (1, 10**6), "beta1": (0.0, 1.0), "beta2": (0.0, 1.0), "eps": (0.0, 1.0),
+                "label_smoothing": (0.0, 1.0), "clip_norm": (0.0, 10**6), "eval_every": (1, 10**6),
+                "check_every": (0, 10**6), "eval_size": (1, 10_000), "log_every": (1, 10**6),
+                "max_snapshots": (0, 200), "seed": (0, 2**32 - 1), "threads": (1, 64)}
+TASK_LIMITS = {"min_len": (1, 24), "max_len": (1, 24)}
+MAX_HISTORY, MAX_INFO = 10_000, 64  # entries of a checkpoint's training history and of its info table
+
+
 def read_upload(uploads) -> dict[str, bytes]:
-    """Uploaded (name, bytes) pairs -> checkpoint files: either one .zip, or the loose files themselves."""
+    """Uploaded (name, bytes) pairs -> checkpoint files: either one .zip, or the loose files themselves. At most
+    MAX_UPLOADS files and MAX_CHECKPOINT_BYTES in all, a zip's members counted as they inflate."""
+    uploads = list(uploads)
+    if len(uploads) > MAX_UPLOADS:
+        raise InputError("train.ckpt_too_many", f"{len(uploads)} files; upload at most {MAX_UPLOADS}",
+                         n=len(uploads), limit=MAX_UPLOADS)
     files: dict[str, bytes] = {}
+    left = MAX_CHECKPOINT_BYTES
     for name, data in uploads:
-        if len(data) > MAX_CHECKPOINT_BYTES:
+        if len(data) > left:
             raise InputError("train.ckpt_too_large", f"{name} is larger than 50 MiB", name=name)
         if name.lower().endswith(".zip"):
-            files.update(_unzip(name, data))
-        else:
+            members = zip_members(name, data, (WEIGHTS, CONFIG, SNAPSHOTS), left)
+            left -= sum(map(len, members.values()))
+            files.update(members)
+        elif Path(name).name in (WEIGHTS, CONFIG, SNAPSHOTS):
             files[Path(name).name] = data
+            left -= len(data)
     return files
 
 
-def _unzip(name: str, data: bytes) -> dict[str, bytes]:
-    try:
-        with zipfile.ZipFile(io.BytesIO(data)) as zf:
-            wanted = [i for i in zf.infolist() if Path(i.filename).name in (WEIGHTS, CONFIG, SNAPSHOTS)]
-            if sum(i.file_size for i in wanted) > MAX_CHECKPOINT_BYTES:
-                raise InputError("train.ckpt_too_large", f"{name} unpacks to more than 50 MiB", name=name)
-            return {Path(i.filename).name: zf.read(i) for i in wanted}
-    except (zipfile.BadZipFile, OSError, EOFError) as exc:
-        raise InputError("train.ckpt_bad_zip", f"{name} is not a readable zip archive ({exc})", name=name) from None
-
-
 def load_checkpoint_files(files: dict[str, bytes]) -> Translator:
-    """Validate and load {file name: bytes}. Every problem raises InputError saying what is wrong."""
+    """Validate and load {file name: bytes}. Every problem raises InputError saying what is wrong.
+
+    Nothing is built before the config has been checked (types, ranges, the memory a model of its size needs,
+    the same budget as the Train tab), and no weight is read before the safetensors header has been compared
+    with the shapes that config needs."""
     missing = [n for n in (CONFIG, WEIGHTS) if n not in files]
     if missing:
         raise InputError("train.ckpt_missing", f"the checkpoint needs {CONFIG} and {WEIGHTS}; missing: "
                          f"{', '.join(missing)}", names=", ".join(missing))
     config = _parse_config(files[CONFIG])
-    task, model_cfg = _task_and_model(config)
+    task, model_cfg, train_cfg = _task_and_model(config)
+    need = estimate_memory(model_cfg, train_cfg.batch_size, task.max_src_len, task.max_tgt_len + 1)
+    if need > MEMORY_LIMIT_BYTES:
+        raise InputError("train.ckpt_too_big", f"its model needs about {need / 2**20:.0f} MiB",
+                         need=f"{need / 2**20:.0f}", limit=f"{MEMORY_LIMIT_BYTES / 2**20:.0f}")
+    expected = _expected_shapes(model_cfg)
+    _check_header(safetensors_header(files[WEIGHTS], WEIGHTS), expected)
     model = Seq2SeqTransformer(model_cfg)
     _load_weights(model, files[WEIGHTS])
-    snapshots = _load_snapshots(files.get(SNAPSHOTS))
-    train_cfg = TrainConfig.from_dict(config.get("train") or {})
-    return Translator(model, task, train_cfg, list(config.get("history") or []), snapshots, config.get("info") or {})
+    snapshots = _load_snapshots(files.get(SNAPSHOTS), model_cfg)
+    return Translator(model, task, train_cfg, config["history"], snapshots, config["info"])
 
 
 def _bad_config(detail: str) -> InputError:
@@ -575,39 +601,130 @@ def _bad_config(detail: str) -> InputError:
 
 
 def _parse_config(raw: bytes) -> dict:
-    try:
-        config = json.loads(raw.decode("utf-8"))
-    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise _bad_config(f"not JSON ({exc.__class__.__name__})") from None
+    """config.json -> a dict whose sections have the types the loader reads (values are checked later)."""
+    config = parse_json(raw, CONFIG)
     if not isinstance(config, dict) or config.get("format") != CHECKPOINT_FORMAT:
         raise _bad_config(f"'format' must be {CHECKPOINT_FORMAT!r}")
     for key in ("task", "model", "vocab"):
         if not isinstance(config.get(key), dict):
-            raise _bad_config(f"'{key}' is missing")
+            raise _field_error(key, "table")
+    for key, kind, default in (("train", dict, {}), ("info", dict, {}), ("history", list, [])):
+        config[key] = default if config.get(key) is None else config[key]
+        if not isinstance(config[key], kind):
+            raise _field_error(key, "table" if kind is dict else "list")
+    config["history"] = _checked_history(config["history"])
+    config["info"] = _checked_info(config["info"])
     return config
 
 
-def _task_and_model(config: dict) -> tuple[Task, ModelConfig]:
+def _field_error(name: str, kind: str) -> InputError:
+    return InputError("train.ckpt_field", f"{CONFIG}: '{name}' must be a {kind}", field=name[:60], kind=kind)
+
+
+def _checked_history(history: list) -> list[dict]:
+    if len(history) > MAX_HISTORY or not all(_flat_table(h) for h in history):
+        raise _field_error("history", "list of tables of short values")
+    return history
+
+
+def _checked_info(info: dict) -> dict:
+    if len(info) > MAX_INFO or not _flat_table(info):
+        raise _field_error("info", "table of short values")
+    return info
+
+
+def _flat_table(table) -> bool:
+    """A dict of at most 64 short names -> None, a bool, a finite number or a short text."""
+    return isinstance(table, dict) and len(table) <= 64 and all(
+        isinstance(k, str) and len(k) <= 60 and (v is None or isinstance(v, bool) or _is_number(v)
+                                                 or (isinstance(v, str) and len(v) <= 200))
+        for k, v in table.items())
+
+
+def _is_number(v) -> bool:
+    return isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
+
+
+def typed_values(cls, data: dict, where: str, limits: dict, unknown_ok: bool) -> dict:
+    """The values of `data` for dataclass `cls`, each checked against its field's type (int, float, bool, str,
+    or those | None) and the (low, high) of `limits`. Raises InputError(train.ckpt_field / train.ckpt_range)."""
+    kinds = {f.name: str(f.type) for f in fields(cls)}
+    out = {}
+    for key, value in data.items():
+        if key not in kinds:
+            if unknown_ok:
+                continue
+            raise _field_error(f"{where}.{key}", "known setting")
+        kind = kinds[key]
+        if value is None and "None" in kind:
+            out[key] = None
+            continue
+        if not _has_type(value, kind.split(" | ")[0]):
+            raise _field_error(f"{where}.{key}", kind.split(" | ")[0])
+        low, high = limits.get(key, (None, None))
+        if low is not None and not low <= value <= high:
+            raise InputError("train.ckpt_range", f"{where}.{key} = {value} is outside {low}..{high}",
+                             field=f"{where}.{key}", value=str(value)[:20], lo=low, hi=high)
+        out[key] = value
+    return out
+
+
+def _has_type(value, kind: str) -> bool:
+    if kind == "bool":
+        return isinstance(value, bool)
+    if kind == "int":
+        return isinstance(value, int) and not isinstance(value, bool)
+    if kind == "float":
+        return _is_number(value)
+    if kind == "str":
+        return isinstance(value, str) and len(value) <= 40
+    return False
+
+
+def _task_and_model(config: dict) -> tuple[Task, ModelConfig, TrainConfig]:
     params = dict(config["task"])
     name = params.pop("name", None)
+    if not isinstance(name, str) or len(name) > 40:
+        raise _field_error("task.name", "task name")
+    for key, value in params.items():  # min_len / max_len of the toy tasks
+        if key not in TASK_LIMITS or not _has_type(value, "int"):
+            raise _field_error(f"task.{key}", "known setting" if key not in TASK_LIMITS else "int")
+    task = make_task(name, **params)
+    model_cfg = typed_values(ModelConfig, config["model"], "model", MODEL_LIMITS, unknown_ok=False)
+    train_cfg = TrainConfig(**typed_values(TrainConfig, config["train"], "train", TRAIN_LIMITS, unknown_ok=True))
     try:
-        task = make_task(str(name), **params)
-        model_cfg = ModelConfig.from_dict(config["model"])
-    except InputError:
-        raise
-    except (TypeError, ValueError) as exc:  # the library's text stays in the log: it is English and internal
+        model_cfg = ModelConfig(**model_cfg)
+    except (TypeError, ValueError) as exc:  # heads that do not divide d_model, an unknown norm, ...
         logging.getLogger(__name__).info("checkpoint config refused: %s", exc)
-        raise _bad_config("'task' or 'model' holds settings this app does not know") from None
+        raise _bad_config("'model' holds settings that do not fit together") from None
     vocab = config["vocab"]
     if vocab.get("src") != task.src_vocab.itos or vocab.get("tgt") != task.tgt_vocab.itos:
         raise _mismatch(f"its vocabulary is not the one of task {task.name!r}")
     if (model_cfg.src_vocab, model_cfg.tgt_vocab) != (len(task.src_vocab), len(task.tgt_vocab)):
         raise _mismatch("the model's vocabulary sizes do not match the task")
-    return task, model_cfg
+    return task, model_cfg, train_cfg
 
 
 def _mismatch(detail: str) -> InputError:
     return InputError("train.ckpt_mismatch", f"the weights do not match the config: {detail}", detail=detail)
+
+
+def _expected_shapes(cfg: ModelConfig) -> dict[str, tuple[int, ...]]:
+    """{tensor name: shape} of the weights a checkpoint of this config holds (built on the meta device: no memory)."""
+    with torch.device("meta"):
+        state = Seq2SeqTransformer(cfg).state_dict()
+    return {k: tuple(v.shape) for k, v in state.items() if not (cfg.tie_weights and k == "out.weight")}
+
+
+def _check_header(header: dict[str, tuple[str, tuple[int, ...]]], expected: dict[str, tuple[int, ...]]) -> None:
+    if set(header) != set(expected):
+        diff = sorted(set(header) ^ set(expected))[:3]
+        raise InputError("train.ckpt_tensors", f"{WEIGHTS} holds other tensors than the config needs",
+                         names=", ".join(str(d)[:40] for d in diff))
+    for key, (dtype, shape) in header.items():
+        if dtype not in ("F32", "F16", "BF16") or shape != expected[key]:
+            raise InputError("train.ckpt_shape", f"{key} is {dtype} {shape}, expected {expected[key]}",
+                             tensor=key[:60], got=f"{dtype} {shape}", expected=str(expected[key]))
 
 
 def _read_safetensors(raw: bytes, name: str) -> dict[str, torch.Tensor]:
@@ -621,27 +738,31 @@ def _read_safetensors(raw: bytes, name: str) -> dict[str, torch.Tensor]:
 
 def _load_weights(model: Seq2SeqTransformer, raw: bytes) -> None:
     tensors = _read_safetensors(raw, WEIGHTS)
-    expected = {k: v for k, v in model.state_dict().items() if not (model.cfg.tie_weights and k == "out.weight")}
-    if set(tensors) != set(expected):
-        diff = sorted(set(tensors) ^ set(expected))[:3]
-        raise _mismatch(f"tensor names differ ({', '.join(diff)})")
     for k, v in tensors.items():
-        if v.shape != expected[k].shape or not v.is_floating_point():
-            raise _mismatch(f"{k} has shape {tuple(v.shape)}, expected {tuple(expected[k].shape)}")
         if not torch.isfinite(v).all():
             raise InputError("train.ckpt_corrupt", f"{k} holds NaN or infinite values", name=WEIGHTS)
     model.load_state_dict({k: v.float() for k, v in tensors.items()}, strict=False)
     model.eval()
 
 
-def _load_snapshots(raw: bytes | None) -> list[Snapshot]:
+MAX_SNAPSHOT_ENTRIES = 2000  # snapshots x attention maps (30 snapshots of a 2 + 2 layer model: 180)
+
+
+def _load_snapshots(raw: bytes | None, cfg: ModelConfig) -> list[Snapshot]:
+    """snapshots.safetensors -> snapshots; every entry '<step>/<map>' is one (H, N, N) attention map of at most
+    the model's heads and positions, checked in the header before anything is read."""
     if raw is None:
         return []
+    header = safetensors_header(raw, SNAPSHOTS)
+    bounds = (cfg.n_heads, cfg.max_len, cfg.max_len)
+    if len(header) > MAX_SNAPSHOT_ENTRIES:
+        raise InputError("train.ckpt_corrupt", f"{SNAPSHOTS} holds {len(header)} entries", name=SNAPSHOTS)
+    for key, (_, shape) in header.items():
+        step, _, name = key.partition("/")
+        if not (step.isdigit() and name and len(shape) == 3 and all(0 < n <= b for n, b in zip(shape, bounds))):
+            raise InputError("train.ckpt_corrupt", f"{SNAPSHOTS} has an unexpected entry {key!r}", name=SNAPSHOTS)
     by_step: dict[int, dict] = {}
     for key, value in _read_safetensors(raw, SNAPSHOTS).items():
         step, _, name = key.partition("/")
-        if not step.isdigit() or value.dim() != 3:
-            raise InputError("train.ckpt_corrupt", f"{SNAPSHOTS} has an unexpected entry {key!r}",
-                             name=SNAPSHOTS)
         by_step.setdefault(int(step), {})[name] = value.float().numpy()
     return [Snapshot(s, by_step[s]) for s in sorted(by_step)]

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import html
 import io
+import re
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -80,7 +81,7 @@ def _options_widget(draw: Callable, label: str, options: Sequence, param: str, d
                     format_func: Callable, container, **kw):
     """An option widget (selectbox, radio, segmented control, select slider) over stable ids, keyed per language."""
     options = list(options)
-    default = options[0] if default is None and options else default
+    default = options[0] if default not in options and options else default  # (the options may depend on others)
     by_text = {state.to_text(o): o for o in options}
     key = state.bind(param, default, by_text.__getitem__, lambda v: v in options, lang=lang())
     value = draw(container)(label, options, key=key, format_func=format_func, **kw)
@@ -152,20 +153,32 @@ def tabs(options: Sequence, param: str, format_func: Callable, default: Any = No
 
 
 def slider(label: str, min_value, max_value, param: str, default, step=None, container=st, **kw):
-    """st.slider whose value holds; a value outside [min, max] (the range moved with another control) is clamped."""
+    """st.slider whose value holds; a value outside [min, max] (the range moved with another control) is clamped.
+    A range of one value (e.g. the head of a one-head model) is no slider (Streamlit refuses min == max): the
+    label and that value are written instead."""
     cast = float if isinstance(default, float) else int
+    if max_value <= min_value:
+        state.commit(param, cast(min_value), default)
+        container.caption(t("common.only_value", label=label, value=cast(min_value)))
+        return cast(min_value)
     current = state.stored(param)
     if isinstance(current, (int, float)) and not isinstance(current, bool):
         clamped = min(max(current, min_value), max_value)
         if clamped != current:
             state.set_value(param, cast(clamped))
-    key = state.bind(param, default, cast, lambda v: isinstance(v, (int, float)) and min_value <= v <= max_value)
+    key = state.bind(param, default, cast, lambda v: isinstance(v, (int, float)) and min_value <= v <= max_value
+                     and _on_step(v, min_value, step))
     # a slider's identity includes its range: a new range is a new widget, which starts at its minimum unless
     # its value is re-stated through the session state
     st.session_state[key] = st.session_state[key]
     value = container.slider(label, min_value, max_value, key=key, step=step, **kw)
     state.commit(param, value, default)
     return value
+
+
+def _on_step(value, min_value, step) -> bool:
+    """Whether a whole-number slider's value lies on its steps (an address may say d_model=3 where steps are 2)."""
+    return not (isinstance(step, int) and step > 1 and isinstance(value, int)) or (value - min_value) % step == 0
 
 
 def number(label: str, min_value, max_value, param: str, default, step=None, container=st, **kw):
@@ -271,13 +284,28 @@ def page_style() -> None:
     st.html(PAGE_CSS.replace("</style>", dark + "\n</style>"))
 
 
+MARKDOWN_SPECIAL = re.compile(r"([\\`*_\[\]<>$:~|{}#])")  # what can open markup anywhere in a line
+LIST_START = re.compile(r"^(\s*)(?:([-+=])(?=\s)|(\d+)([.)]))")  # what opens a list or a heading at a line's start
+
+
+def plain_md(text: str) -> str:
+    """Text shown as typed in Streamlit's markdown: every character that markdown (or Streamlit's own
+    :color[...], :icon:, $math$) could read as markup is escaped with a backslash, and line breaks become
+    spaces, so no typed word turns bold, into a link, a list or a formula."""
+    one_line = str(text).replace("\r", " ").replace("\n", " ")
+    escaped = MARKDOWN_SPECIAL.sub(r"\\\1", one_line)
+    return LIST_START.sub(lambda m: m[1] + ("\\" + m[2] if m[2] else m[3] + "\\" + m[4]), escaped)
+
+
 def show_error(exc: Exception) -> None:
     """A translated, friendly message for bad input. Anything else (or an InputError without a translation) shows
     a generic translated message with a short error id; the traceback goes to the server's log under that id.
-    Never str(exc): it can hold server paths and library messages."""
+    Never str(exc): it can hold server paths and library messages. The error's values (a typed word, a file
+    name) are shown as typed, never as markdown (a "__class__" stays "__class__", not a bold "class")."""
     if isinstance(exc, InputError):
         try:
-            st.error(t(exc.code, **exc.params))
+            params = {k: plain_md(v) if isinstance(v, str) else v for k, v in exc.params.items()}
+            st.error(t(exc.code, **params))
             return
         except (KeyError, IndexError, ValueError):  # no such key, or its placeholders do not match the params
             pass

@@ -46,15 +46,18 @@ def importance(name: str, kind: str, text: str, pair: str, target: str, part: st
     """All L x H ablations of one input (see viz_core.ablation)."""
     from viz_core.ablation import head_importance  # torch: imported when this view is opened, not with the page
 
-    return head_importance(models.model(name), text, pair or None, method=method, target=_target(kind, target),
-                           part=part)
+    loaded = models.model(name)
+    with models.heavy():
+        return head_importance(loaded, text, pair or None, method=method, target=_target(kind, target), part=part)
 
 
 @st.cache_data(show_spinner=False, max_entries=32)
 def attribution(name: str, kind: str, text: str, pair: str, target: str, steps: int) -> TokenAttribution:
     from viz_core.attribution import token_attribution  # torch, as above
 
-    return token_attribution(models.model(name), text, pair or None, steps=steps, target=_target(kind, target))
+    loaded = models.model(name)
+    with models.heavy():
+        return token_attribution(loaded, text, pair or None, steps=steps, target=_target(kind, target))
 
 
 @st.cache_data(show_spinner=False, max_entries=32)

@@ -7,6 +7,8 @@ model's parameters, so the server holds one copy of the weights.
 """
 from __future__ import annotations
 
+import contextlib
+import dataclasses
 import os
 import threading
 from collections import OrderedDict
@@ -93,36 +95,79 @@ def default_model() -> pretrained.LoadedModel:
     return model("")
 
 
-class _ByteBoundedCache:
-    """A least-recently-used cache of attention results bounded by their bytes, not their count: one 512-token
-    input of MiniLM weighs 75 MB, a short sentence a few hundred KB. Shared by all sessions (results are read-only)."""
+def nbytes(value) -> int:
+    """The bytes of the numpy arrays (and torch tensors) a value holds: through dataclasses, tuples, lists, dicts."""
+    if isinstance(value, np.ndarray):
+        return value.nbytes
+    if hasattr(value, "element_size") and hasattr(value, "nelement"):  # a torch tensor, without importing torch
+        return value.element_size() * value.nelement()
+    if isinstance(value, dict):
+        return sum(nbytes(v) for v in value.values())
+    if isinstance(value, (list, tuple)):
+        return sum(nbytes(v) for v in value) if value and not isinstance(value[0], str) else 0
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return sum(nbytes(getattr(value, f.name)) for f in dataclasses.fields(value))
+    return 0
+
+
+class ByteBoundedCache:
+    """A least-recently-used cache bounded by the bytes of its values (see nbytes), not their count: one 512-token
+    input of MiniLM weighs 75 MB, a short sentence a few hundred KB. Shared by all sessions (values are read-only);
+    the newest value always stays, even alone over the budget."""
 
     def __init__(self, budget_bytes: int):
         self.budget, self.items, self.lock = budget_bytes, OrderedDict(), threading.Lock()
-
-    @staticmethod
-    def _size(r: AttentionResult) -> int:
-        return sum(a.nbytes for a in (r.weights, r.decoder_weights, r.cross_weights) if a is not None)
+        self.used = 0
 
     def get(self, key, compute):
         with self.lock:
             if key in self.items:
                 self.items.move_to_end(key)
-                return self.items[key]
+                return self.items[key][0]
         value = compute()
+        size = nbytes(value)
         with self.lock:
-            self.items[key] = value
-            while len(self.items) > 1 and sum(self._size(v) for v in self.items.values()) > self.budget:
-                self.items.popitem(last=False)
+            if key not in self.items:
+                self.items[key] = (value, size)
+                self.used += size
+            while len(self.items) > 1 and self.used > self.budget:
+                self.used -= self.items.popitem(last=False)[1][1]
         return value
 
 
 ATTENTION_CACHE_BYTES = 100 * 2**20  # keeps one 512-token result (75 MB) or hundreds of short ones
+QKV_CACHE_BYTES = 32 * 2**20         # Q, K, V and weights of one layer: 15 MB at 512 tokens, 0.2 MB for a sentence
 
 
 @st.cache_resource(show_spinner=False)
-def _attention_cache() -> _ByteBoundedCache:
-    return _ByteBoundedCache(ATTENTION_CACHE_BYTES)
+def _attention_cache() -> ByteBoundedCache:
+    return ByteBoundedCache(ATTENTION_CACHE_BYTES)
+
+
+@st.cache_resource(show_spinner=False)
+def _qkv_cache() -> ByteBoundedCache:
+    return ByteBoundedCache(QKV_CACHE_BYTES)
+
+
+def _slots() -> int:
+    try:
+        return max(1, int(os.environ.get("ATTN_MAX_CONCURRENT_FORWARDS", "") or (os.cpu_count() or 2)))
+    except ValueError:
+        return max(1, os.cpu_count() or 2)
+
+
+_compute_gate = threading.BoundedSemaphore(_slots())
+
+
+@contextlib.contextmanager
+def heavy():
+    """At most ATTN_MAX_CONCURRENT_FORWARDS (default: one per core) model computations at once, server-wide.
+
+    A forward pass at 512 tokens needs about 100 MB while it runs, and the cores are busy anyway: twenty sessions
+    computing at the same moment wait their turn instead of holding 2 GB together and each taking twenty times
+    as long."""
+    with _compute_gate:
+        yield
 
 
 def attention(name: str, text: str, text_pair: str = "", target_text: str = "") -> AttentionResult:
@@ -132,18 +177,26 @@ def attention(name: str, text: str, text_pair: str = "", target_text: str = "") 
     1e-5, tested), then from transformers, which is faster on long inputs (0.19 s against 0.24 s at 512 tokens)."""
     def compute() -> AttentionResult:
         if not name and _packaged["transformers"] is None:
-            return numpy_default().attention(text, text_pair or None)
+            nb = numpy_default()
+            with heavy():
+                return nb.attention(text, text_pair or None)
         from viz_core import pretrained
-        return pretrained.attention_for(model(name), text, text_pair or None, target_text or None)
+        loaded = model(name)
+        with heavy():
+            return pretrained.attention_for(loaded, text, text_pair or None, target_text or None)
 
     return _attention_cache().get((name, text, text_pair, target_text), compute)
 
 
-@st.cache_resource(show_spinner=False, max_entries=16)
 def qkv(text: str, layer: int, name: str = "") -> "pretrained.QKV":
-    """Q, K, V (H, N, d_k) of one layer of the model for text."""
-    from viz_core import pretrained
-    return pretrained.qkv_for(model(name), text, layer)
+    """Q, K, V (H, N, d_k) of one layer of the model for text (shared and read-only, byte-bounded)."""
+    def compute() -> "pretrained.QKV":
+        from viz_core import pretrained
+        loaded = model(name)
+        with heavy():
+            return pretrained.qkv_for(loaded, text, layer)
+
+    return _qkv_cache().get((name, text, layer), compute)
 
 
 @st.cache_data(show_spinner=False, max_entries=2)

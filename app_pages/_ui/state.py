@@ -17,6 +17,7 @@ parameter means its default); otherwise the store is the truth and the address f
 """
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable
 from typing import Any
 
@@ -158,3 +159,45 @@ def sync_address() -> None:
     target = page_address(page(), st.session_state.get(LANG, DEFAULT_LANG))
     if st.query_params.to_dict() != target:
         st.query_params.from_dict(target)
+
+
+# ---------------------------------------------------------------- what a session keeps of its widgets
+_log = logging.getLogger(__name__)
+
+
+DRAWN = "_ui.drawn"  # the widget ids of this session's last completed run
+
+
+def forget_stale_widgets(completed: bool) -> int:
+    """Drop what Streamlit keeps of widgets that are no longer on the page; returns how many were dropped.
+
+    Streamlit (1.67) removes a stale widget's value at the end of a run but keeps its metadata (serialiser,
+    deserialiser and callbacks) for the life of the session. A widget whose id changes from run to run (a
+    selectable chart: its id hashes its figure) thus left one entry per run, and its callback and format functions
+    held that run's page globals, the run's 75 MB attention result included: 47 MB per long sentence (issue #19).
+
+    Called by the router at the end of every full run. After a completed run, every widget on the page was drawn
+    in it: the metadata of any other id goes. A run cut short by a rerun (a visitor who types faster than the page
+    runs) drew only some: the widgets of the last completed run stay too, since the browser may still show them.
+    """
+    ctx = get_script_run_ctx()
+    try:
+        drawn = ctx.shared.widget_ids_this_run.snapshot()
+        safe = ctx.session_state                # SafeSessionState (a lock around the SessionState)
+        inner = safe._state                     # SessionState
+        metadata = inner._new_widget_state.widget_metadata
+        key_to_id, id_to_key = inner._key_id_mapper._key_id_mapping, inner._key_id_mapper._id_key_mapping
+    except AttributeError:  # another Streamlit version: nothing dropped (tests/test_state_memory.py notices)
+        _log.warning("forget_stale_widgets: this Streamlit version keeps its widget metadata elsewhere")
+        return 0
+    with safe._lock:
+        keep = set(drawn) if completed else set(drawn) | inner._old_state.get(DRAWN, frozenset())
+        if completed:
+            inner._old_state[DRAWN] = frozenset(drawn)
+        stale = [wid for wid in metadata if wid not in keep]
+        for wid in stale:
+            del metadata[wid]
+        for wid, key in list(id_to_key.items()):  # old ids of keys that now name another widget id
+            if wid not in keep and key_to_id.get(key) != wid:
+                del id_to_key[wid]
+    return len(stale)

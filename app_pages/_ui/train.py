@@ -11,7 +11,7 @@ import streamlit as st
 from viz_core.errors import InputError
 from viz_core.model import ModelConfig
 from viz_core.tasks import Task
-from viz_core.training import Trainer, TrainConfig, Translator, load_checkpoint
+from viz_core.training import Trainer, TrainConfig, Translator, check_fits, load_checkpoint
 
 from . import jobs
 
@@ -97,6 +97,8 @@ def start_job(kind: str, task: Task, runs: list[tuple[str, ModelConfig, TrainCon
     """Button callback: create the trainers with the settings of this moment (frozen for the run) and start the
     job in its own thread. A second press while a job runs does nothing."""
     if running():
+        return
+    if any(safe(check_fits, task, m, c)[1] is not None for _, m, c in runs):  # the page shows why; never run it
         return
     st.session_state.pop(RESULT_KEY, None)
     tr = TrainRuns(kind, task.name, [(label, Trainer(task, m, t)) for label, m, t in runs])

@@ -6,7 +6,7 @@
    need the model itself. Their import holds the GIL for about 3 s: started at once, it slowed the first visitor's
    page down (a view that needs the model before then loads it itself, behind a spinner).
 
-It starts as the server starts (`lifespan`, the st.App hook that `streamlit run app.py` and `uvicorn app:app` use),
+It starts as the server starts (serving.lifespan, the st.App hook that `streamlit run app.py` and `uvicorn app:app` use),
 while the first visitor's browser is still loading the page; AppTest has no server and no warm-up. A visit that needs
 a model before the thread is done waits for the same load (st.cache_resource computes a key once), it never loads a
 second copy.
@@ -15,23 +15,19 @@ This module is cheap to import (no torch): the heavy imports happen in the threa
 """
 from __future__ import annotations
 
-import contextlib
 import gc
 import logging
 import threading
-from collections.abc import AsyncIterator
 
 _started = threading.Event()
 page_served = threading.Event()  # set by app.py after a visitor's script run
 
 
-@contextlib.asynccontextmanager
-async def lifespan(_app) -> AsyncIterator[None]:
-    """st.App lifespan: start the warm-up as the server starts; nothing to undo when it stops (a daemon thread)."""
+def start() -> None:
+    """Start the warm-up thread (once per process): the texts are the Attention page's default sentences."""
     from viz_core.i18n import LANGUAGES, t
 
     _start(tuple(dict.fromkeys(t("attention.default_text", lang) for lang in LANGUAGES)))
-    yield
 
 
 def _start(texts: tuple[str, ...]) -> None:

@@ -10,7 +10,7 @@ import numpy as np
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-from .common import LINE_COLOURS, matrix_heatmap
+from .common import LINE_COLOURS, matrix_heatmap, plain
 
 HIGHLIGHT = "#e4572e"  # outlines and the picked token: one accent colour, visible on light and dark
 _MARGIN = dict(l=10, r=10, t=60, b=10)
@@ -236,7 +236,7 @@ def distribution_figure(probs: np.ndarray, filtered: np.ndarray, vocab: Sequence
     order = list(np.argsort(-probs, kind="stable")[:top_n])
     if picked not in order:
         order.append(picked)
-    labels = [f"{vocab[i]} ({i})" for i in order]
+    labels = [f"{plain(vocab[i])} ({i})" for i in order]  # the tokens of typed text, shown as typed
     fig = go.Figure()
     for i, (name, p) in enumerate(zip(names, (probs, filtered))):
         fig.add_trace(go.Bar(x=np.arange(len(order)), y=p[order], name=name, marker_color=LINE_COLOURS[i],

@@ -10,7 +10,7 @@ import numpy as np
 import plotly.graph_objects as go
 
 from ..head_analysis import thumbnail
-from .common import LINE_COLOURS, PROB_SCALE, matrix_heatmap, tick_labels
+from .common import LINE_COLOURS, PROB_SCALE, matrix_heatmap, plain, tick_labels
 
 _LINE_VIEW_TEMPLATE = Path(__file__).with_name("line_view.html")
 COLOUR_QUANTILE = 0.99  # auto scale: the darkest colour is this quantile of the weights shown
@@ -24,8 +24,8 @@ def head_heatmap(w: np.ndarray, q_tokens: Sequence[str], k_tokens: Sequence[str]
     without a per-cell label array: 512 tokens cost 2 x 512 labels, not 512 x 512.
     """
     n_q, n_k = w.shape
-    rows = [f"{tok} ·{i}" for i, tok in enumerate(q_tokens)]
-    cols = [f"{tok} ·{j}" for j, tok in enumerate(k_tokens)]
+    rows = [f"{plain(tok)} ·{i}" for i, tok in enumerate(q_tokens)]  # shown in the hover: as typed (plain)
+    cols = [f"{plain(tok)} ·{j}" for j, tok in enumerate(k_tokens)]
     zmax = colour_top(w, auto_scale)
     fig = go.Figure(go.Heatmap(
         z=np.asarray(w, dtype=np.float32), x=cols, y=rows, zmin=0.0, zmax=zmax, colorscale=PROB_SCALE,

@@ -1,6 +1,7 @@
 """Shared look of every figure: colour scales, matrix heatmaps the right way up, export settings."""
 from __future__ import annotations
 
+import html
 import unicodedata
 from collections.abc import Sequence
 
@@ -18,15 +19,23 @@ LINE_COLOURS = ("#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b"
 PLOTLY_CONFIG = {"displaylogo": False, "toImageButtonOptions": {"format": "png", "scale": 2}}
 
 
+def plain(text) -> str:
+    """Text as typed in a plotly label (tick, hover, title, cell text). Plotly reads a subset of HTML in every label
+    (<b>, <i>, <br>, <sub>, <a href>, <span style>): a typed "<b>word</b>" would be drawn bold. '&', '<' and '>'
+    become entities, which plotly draws as the characters themselves."""
+    return str(text).replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+
+
 def tick_labels(labels: Sequence[str], max_ticks: int = 64) -> tuple[list[int], list[str]]:
-    """Numeric tick positions with text labels (positions, so duplicate tokens are not merged into one column).
+    """Numeric tick positions with text labels (positions, so duplicate tokens are not merged into one column),
+    shown as typed (see plain).
 
     Beyond max_ticks labels, only every k-th one is shown.
     """
     n = len(labels)
     step = max(1, int(np.ceil(n / max_ticks)))
     idx = list(range(0, n, step))
-    return idx, [str(labels[i]) for i in idx]
+    return idx, [plain(labels[i]) for i in idx]
 
 
 def matrix_heatmap(z: np.ndarray, row_labels: Sequence[str] | None = None, col_labels: Sequence[str] | None = None,
@@ -44,8 +53,8 @@ def matrix_heatmap(z: np.ndarray, row_labels: Sequence[str] | None = None, col_l
     n_rows, n_cols = z.shape
     rows = list(row_labels) if row_labels is not None else [str(i) for i in range(n_rows)]
     cols = list(col_labels) if col_labels is not None else [str(j) for j in range(n_cols)]
-    hover_rows = np.repeat(np.asarray(rows, dtype=object)[:, None], n_cols, axis=1)
-    hover_cols = np.repeat(np.asarray(cols, dtype=object)[None, :], n_rows, axis=0)
+    hover_rows = np.repeat(np.asarray([plain(r) for r in rows], dtype=object)[:, None], n_cols, axis=1)
+    hover_cols = np.repeat(np.asarray([plain(c) for c in cols], dtype=object)[None, :], n_rows, axis=0)
     if signed:
         finite = np.abs(z[np.isfinite(z)])
         bound = float(finite.max()) if finite.size and finite.max() > 0 else 1.0
@@ -90,7 +99,7 @@ def label_px(text: str, size: float = TICK_FONT_PX) -> float:
     """About how wide a tick label is drawn (a little wider, never narrower, than the theme's sans-serif font):
     CJK characters a full em, capitals 2/3 em, anything else 0.55 em."""
     em = 0.0
-    for ch in str(text):
+    for ch in html.unescape(str(text)):
         em += 1.05 if unicodedata.east_asian_width(ch) in "WF" else 0.67 if ch.isupper() else 0.55
     return em * size
 

@@ -7,7 +7,7 @@ import numpy as np
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-from .common import LINE_COLOURS, matrix_heatmap, tick_labels
+from .common import LINE_COLOURS, matrix_heatmap, plain, tick_labels
 
 SELECTED = "#e4572e"
 
@@ -93,7 +93,7 @@ def attribution_bars(tokens: Sequence[str], series: dict[str, np.ndarray], *, to
     names = list(series)
     fig = make_subplots(rows=len(names), cols=1, shared_xaxes=True, vertical_spacing=0.06, subplot_titles=names)
     x = np.arange(len(tokens))
-    labels = [f"{tok} ·{i}" for i, tok in enumerate(tokens)]
+    labels = [f"{plain(tok)} ·{i}" for i, tok in enumerate(tokens)]
     for row, name in enumerate(names, start=1):
         raw = np.asarray(series[name], dtype=float)
         share = raw / max(float(np.abs(raw).sum()), 1e-12)

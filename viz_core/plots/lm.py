@@ -10,7 +10,7 @@ from collections.abc import Sequence
 import numpy as np
 import plotly.graph_objects as go
 
-from .common import (LINE_COLOURS, MASK_COLOUR, PROB_SCALE, annotate_cells, matrix_heatmap, reserve_margins,
+from .common import (LINE_COLOURS, MASK_COLOUR, PROB_SCALE, annotate_cells, matrix_heatmap, plain, reserve_margins,
                      tick_labels)
 
 
@@ -95,7 +95,7 @@ def next_token_bars(probs: np.ndarray, sampled: np.ndarray, labels: Sequence[str
     the chosen token's label in brackets."""
     probs, sampled = np.asarray(probs, float), np.asarray(sampled, float)
     order = np.argsort(-probs)[:top]
-    names = [f"[{labels[i]}]" if i == chosen else str(labels[i]) for i in order]
+    names = [f"[{plain(labels[i])}]" if i == chosen else plain(labels[i]) for i in order]
     fig = go.Figure()
     for values, name, colour in ((probs, model_name, 0), (sampled, sampled_name, 1)):
         fig.add_trace(go.Bar(x=values[order], y=names, orientation="h", name=name,

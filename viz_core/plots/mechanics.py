@@ -8,7 +8,7 @@ import numpy as np
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-from .common import LINE_COLOURS, add_mask_overlay, annotate_cells, matrix_heatmap, reserve_margins
+from .common import LINE_COLOURS, add_mask_overlay, annotate_cells, matrix_heatmap, plain, reserve_margins
 
 ANNOTATE_MAX_CELLS = 120      # write the value in each cell of matrices this small ...
 ANNOTATE_MAX_COLS = 10        # ... and this narrow
@@ -84,12 +84,13 @@ def padded_batch(tokens: Sequence[Sequence[str]], is_pad: np.ndarray, title: str
                  pad_name: str) -> go.Figure:
     """The (B, N) grid of a padded batch: pads shaded, each cell showing its token."""
     is_pad = np.asarray(is_pad, bool)
+    cells = np.asarray([[plain(tok) for tok in row] for row in tokens], dtype=object)  # typed words, as typed
     scale = [[0, TOKEN_CELL], [1, PAD_CELL]]  # opaque, so the text colour does not depend on the theme
     fig = go.Figure(go.Heatmap(
         z=is_pad.astype(float), x=np.arange(is_pad.shape[1]), y=np.arange(is_pad.shape[0]), zmin=0, zmax=1,
-        colorscale=scale, showscale=False, xgap=2, ygap=2, text=np.asarray(tokens, dtype=object),
+        colorscale=scale, showscale=False, xgap=2, ygap=2, text=cells,
         hovertemplate=f"{y_title} %{{y}}, {x_title} %{{x}}: %{{text}}<br>{pad_name}: %{{z}}<extra></extra>"))
-    annotate_cells(fig, is_pad.astype(float), np.asarray(tokens, dtype=object), colorscale=scale, zmin=0, zmax=1,
+    annotate_cells(fig, is_pad.astype(float), cells, colorscale=scale, zmin=0, zmax=1,
                    size=12)
     fig.update_xaxes(title_text=x_title, tickmode="array", tickvals=list(range(is_pad.shape[1])), showgrid=False)
     fig.update_yaxes(title_text=y_title, tickmode="array", tickvals=list(range(is_pad.shape[0])), showgrid=False,

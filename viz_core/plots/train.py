@@ -10,7 +10,7 @@ import numpy as np
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-from .common import HATCH_FILL, LINE_COLOURS, MASK_COLOUR, PROB_SCALE, matrix_heatmap, tick_labels
+from .common import HATCH_FILL, LINE_COLOURS, MASK_COLOUR, PROB_SCALE, matrix_heatmap, plain, tick_labels
 
 
 def _column(history: Sequence[dict], key: str) -> list:
@@ -83,7 +83,7 @@ def next_token_bars(probs: np.ndarray, vocab: Sequence[str], chosen: int, *, top
     probs = np.asarray(probs, dtype=float)
     order = np.argsort(-probs)[:top_k]
     colours = [LINE_COLOURS[1] if i == chosen else LINE_COLOURS[0] for i in order]
-    fig = go.Figure(go.Bar(x=probs[order], y=[str(vocab[i]) for i in order], orientation="h",
+    fig = go.Figure(go.Bar(x=probs[order], y=[plain(vocab[i]) for i in order], orientation="h",
                            marker_color=colours, text=[f"{probs[i]:.3f}" for i in order], textposition="auto",
                            hovertemplate=f"{y_title}: %{{y}}<br>{x_title}: %{{x:.4f}}<extra></extra>"))
     fig.update_yaxes(title_text=y_title, autorange="reversed", type="category")
@@ -141,8 +141,8 @@ def _mask_traces(mask: np.ndarray) -> list:
 
 def _head_trace(z, row_labels, col_labels, x_title, y_title, value_name, show_scale: bool) -> go.Heatmap:
     n_rows, n_cols = z.shape
-    hover = np.stack([np.repeat(np.asarray(row_labels, dtype=object)[:, None], n_cols, 1),
-                      np.repeat(np.asarray(col_labels, dtype=object)[None, :], n_rows, 0)], axis=-1)
+    hover = np.stack([np.repeat(np.asarray([plain(r) for r in row_labels], dtype=object)[:, None], n_cols, 1),
+                      np.repeat(np.asarray([plain(c) for c in col_labels], dtype=object)[None, :], n_rows, 0)], axis=-1)
     return go.Heatmap(z=z, x=np.arange(n_cols), y=np.arange(n_rows), zmin=0.0, zmax=1.0, colorscale=PROB_SCALE,
                       customdata=hover, showscale=show_scale,
                       colorbar=dict(title=dict(text=value_name, side="right"), thickness=12),

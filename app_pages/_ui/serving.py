@@ -1,0 +1,285 @@
+"""What the server does to stay up with a whole class on it (issue #19): limits on what one connection can make it
+hold, applied as ASGI middleware on the st.App that `streamlit run app.py` serves (app.py).
+
+- **Unread messages.** Streamlit queues every message for a browser tab until the tab reads it (up to 500
+  messages, of up to 1.4 MB each here). A client that keeps asking for reruns and never reads made the server
+  hold gigabytes (10 such clients: 6.7 GB). `UnreadLimit` moves each outgoing websocket message into its own
+  queue at once, counts the bytes that the client has not taken yet, and closes the connection when they pass
+  UNREAD_LIMIT_BYTES (the largest run of any page is 1.5 MB; a browser that reads never comes close). The tab's
+  session stays for server.disconnectedSessionTTL, so a real browser reconnects to it as after a network drop.
+- **Uploads.** Streamlit stores an uploaded file in memory until its session ends, and its upload endpoint takes
+  any number of files per session (only each file's size is bounded, by server.maxUploadSize). `UploadLimit`
+  refuses an upload (HTTP 413) that would give a session more than ATTN_MAX_UPLOAD_FILES files or
+  ATTN_MAX_UPLOAD_MB megabytes, or the whole server more than ATTN_MAX_UPLOADS_TOTAL_MB, before any of its body
+  is read.
+
+- **Ended sessions.** A closed tab's session is kept for server.disconnectedSessionTTL (120 s) so that a browser
+  can reconnect to it. Streamlit then only forgets it the next time another session is stored, and never shuts it
+  down: its uploaded files, download data and page data stayed in memory. `reap_sessions` shuts down every session
+  whose time is up and drops uploads that belong to no session, every REAP_SECONDS (`lifespan`).
+
+The middleware reads nothing of Streamlit's but its public parts (the ASGI messages, Runtime.uploaded_file_mgr);
+the reaper reads the session storage of Streamlit 1.67 (tests/test_serving.py checks that it still can).
+"""
+from __future__ import annotations
+
+import asyncio
+import collections
+import contextlib
+import logging
+import os
+import re
+import threading
+
+_log = logging.getLogger(__name__)
+
+UNREAD_LIMIT_BYTES = 8 * 2**20   # a websocket client may leave this much of its messages unread, then it is closed
+REAP_SECONDS = 15.0              # how often ended sessions are shut down
+WS_SEND = "websocket.send"
+
+
+def _env_int(name: str, default: int) -> int:
+    """A positive integer from the environment; anything else keeps the default (and says so in the log)."""
+    raw = os.environ.get(name)
+    if raw is None:
+        return default
+    try:
+        value = int(raw)
+        if value > 0:
+            return value
+    except ValueError:
+        pass
+    _log.warning("%s=%r is not a positive whole number: %s is used", name, raw, default)
+    return default
+
+
+# ---------------------------------------------------------------- unread websocket messages
+class UnreadLimit:
+    """ASGI middleware: a websocket client that leaves more than `limit` bytes of messages unread is disconnected."""
+
+    def __init__(self, app, limit: int = UNREAD_LIMIT_BYTES):
+        self.app, self.limit = app, limit
+
+    async def __call__(self, scope, receive, send):
+        if scope["type"] != "websocket":
+            return await self.app(scope, receive, send)
+        outbox = _Outbox(send, self.limit)
+        try:
+            await self.app(scope, outbox.receive(receive), outbox.send)
+        finally:
+            await outbox.close()
+
+
+class _Outbox:
+    """The messages of one connection on their way out: `send` queues them at once (the app never waits on a
+    slow client), a task writes them to the client one by one, and `receive` reports a disconnect to the app as
+    soon as the unread bytes pass the limit."""
+
+    def __init__(self, send, limit: int):
+        self._send, self.limit = send, limit
+        self.queue: collections.deque = collections.deque()
+        self.unread = 0                     # bytes queued here and not yet taken by the client
+        self.ready = asyncio.Event()        # the queue has something to write
+        self.gone = asyncio.Event()         # over the limit, or the client went away: the connection ends
+        self._writer: asyncio.Task | None = None
+
+    async def send(self, message) -> None:
+        if message["type"] == "websocket.accept" and not self.queue:
+            return await self._send(message)  # the handshake goes out first, nothing is queued before it
+        if self.gone.is_set():
+            return  # the connection is ending: what the app still sends is dropped
+        size = len(message.get("bytes") or b"") + len(message.get("text") or "") if message["type"] == WS_SEND else 0
+        if self.unread + size > self.limit:
+            _log.warning("closing a websocket whose client left more than %d MB unread", self.limit // 2**20)
+            self.queue.clear()
+            self.unread = 0
+            self.gone.set()
+            return
+        self.queue.append((message, size))
+        self.unread += size
+        self.ready.set()
+        if self._writer is None:
+            self._writer = asyncio.create_task(self._write(), name="unread-limit-writer")
+
+    async def _write(self) -> None:
+        try:
+            while not self.gone.is_set():
+                if not self.queue:
+                    self.ready.clear()
+                    await self.ready.wait()
+                    continue
+                message, size = self.queue[0]
+                await self._send(message)
+                if self.queue and self.queue[0][0] is message:
+                    self.queue.popleft()
+                    self.unread -= size
+        except Exception:  # noqa: BLE001 - the client went away: the app learns it from receive()
+            self.gone.set()
+
+    def receive(self, receive):
+        async def wrapped():
+            if self.gone.is_set():
+                return {"type": "websocket.disconnect", "code": 1008}
+            incoming = asyncio.ensure_future(receive())
+            ended = asyncio.ensure_future(self.gone.wait())
+            await asyncio.wait({incoming, ended}, return_when=asyncio.FIRST_COMPLETED)
+            if incoming.done():
+                ended.cancel()
+                return incoming.result()
+            incoming.cancel()
+            return {"type": "websocket.disconnect", "code": 1008}
+        return wrapped
+
+    async def close(self) -> None:
+        """After the app has finished: let what is queued go out while the client reads, else drop it."""
+        if self._writer is not None and not self.gone.is_set() and self.queue:
+            try:
+                await asyncio.wait_for(asyncio.shield(self._drained()), timeout=2.0)
+            except asyncio.TimeoutError:
+                pass
+        self.gone.set()
+        self.queue.clear()
+        self.unread = 0
+        if self._writer is not None:
+            self._writer.cancel()
+
+    async def _drained(self) -> None:
+        while self.queue and not self.gone.is_set():
+            await asyncio.sleep(0.05)
+
+
+# ---------------------------------------------------------------- uploads
+UPLOAD_PATH = re.compile(r"/_stcore/upload_file/([^/]+)/([^/]+)/?$")
+
+
+class UploadLimit:
+    """ASGI middleware: refuse an upload that would give one session too many files or bytes, or the server too
+    many bytes, before its body is read (HTTP 413). Limits from ATTN_MAX_UPLOAD_FILES (default 4 per session),
+    ATTN_MAX_UPLOAD_MB (64 per session) and ATTN_MAX_UPLOADS_TOTAL_MB (256 for the server)."""
+
+    def __init__(self, app, files: int | None = None, session_mb: int | None = None, total_mb: int | None = None):
+        self.app = app
+        self.max_files = files or _env_int("ATTN_MAX_UPLOAD_FILES", 4)
+        self.max_session = (session_mb or _env_int("ATTN_MAX_UPLOAD_MB", 64)) * 2**20
+        self.max_total = (total_mb or _env_int("ATTN_MAX_UPLOADS_TOTAL_MB", 256)) * 2**20
+        self._lock = threading.Lock()
+        self._in_flight: dict[str, list[int]] = collections.defaultdict(list)  # session -> sizes being received
+
+    async def __call__(self, scope, receive, send):
+        match = UPLOAD_PATH.search(scope.get("path", "")) if scope["type"] == "http" else None
+        if match is None or scope.get("method") != "PUT":
+            return await self.app(scope, receive, send)
+        session_id = match.group(1)
+        size = _content_length(scope) or self._max_file()
+        refusal = self._admit(session_id, match.group(2), size)
+        if refusal:
+            return await _refuse(send, refusal)
+        try:
+            await self.app(scope, receive, send)
+        finally:
+            with self._lock:
+                flights = self._in_flight[session_id]
+                flights.remove(size)
+                if not flights:
+                    del self._in_flight[session_id]
+
+    def _admit(self, session_id: str, file_id: str, size: int) -> str:
+        """'' if the upload may go on (and it is then counted as in flight), else why not."""
+        stored = _stored_files()
+        with self._lock:
+            mine = {fid: n for fid, n in stored.get(session_id, {}).items() if fid != file_id}  # a re-upload replaces
+            flights = self._in_flight[session_id]
+            total = sum(sum(files.values()) for files in stored.values()) + sum(map(sum, self._in_flight.values()))
+            if len(mine) + len(flights) + 1 > self.max_files:
+                why = f"at most {self.max_files} files per visitor"
+            elif sum(mine.values()) + sum(flights) + size > self.max_session:
+                why = f"at most {self.max_session // 2**20} MB of files per visitor"
+            elif total + size > self.max_total:
+                why = "the server holds as many uploaded files as it can: try again in a few minutes"
+            else:
+                flights.append(size)
+                return ""
+            if not flights:
+                del self._in_flight[session_id]
+            return why
+
+    @staticmethod
+    def _max_file() -> int:
+        from streamlit import config
+        return int(config.get_option("server.maxUploadSize")) * 2**20
+
+
+def _content_length(scope) -> int:
+    for name, value in scope.get("headers", ()):
+        if name == b"content-length":
+            try:
+                return max(0, int(value))
+            except ValueError:
+                return 0
+    return 0
+
+
+def _stored_files() -> dict[str, dict[str, int]]:
+    """session id -> {file id: bytes} of the files Streamlit holds now ({} outside a running server)."""
+    from streamlit.runtime import Runtime
+    if not Runtime.exists():
+        return {}
+    storage = getattr(Runtime.instance().uploaded_file_mgr, "file_storage", None) or {}
+    return {sid: {fid: len(rec.data) for fid, rec in list(files.items())} for sid, files in list(storage.items())}
+
+
+async def _refuse(send, why: str) -> None:
+    body = f"Upload refused: {why}.".encode()
+    await send({"type": "http.response.start", "status": 413,
+                "headers": [(b"content-type", b"text/plain; charset=utf-8"),
+                            (b"content-length", str(len(body)).encode())]})
+    await send({"type": "http.response.body", "body": body})
+
+
+def middleware() -> list:
+    """The middleware of the st.App (outermost first)."""
+    from starlette.middleware import Middleware
+    return [Middleware(UnreadLimit), Middleware(UploadLimit)]
+
+
+# ---------------------------------------------------------------- ended sessions
+def reap_sessions() -> int:
+    """Shut down the sessions whose reconnection time is up, and drop uploads of sessions that no longer exist;
+    returns how many sessions were shut down. Runs on the server's event loop (Streamlit's own session calls do)."""
+    from streamlit.runtime import Runtime
+    if not Runtime.exists():
+        return 0
+    runtime = Runtime.instance()
+    cache = getattr(getattr(getattr(runtime, "_session_mgr", None), "_session_storage", None), "_cache", None)
+    expired = cache.expire() if hasattr(cache, "expire") else []
+    for _, info in expired:
+        info.session.shutdown()  # its uploads, download data and script runner go with it
+    uploads = runtime.uploaded_file_mgr
+    for session_id in list(getattr(uploads, "file_storage", {})):
+        if not runtime.is_active_session(session_id) and runtime.get_app_session(session_id) is None:
+            uploads.remove_session_files(session_id)
+    return len(expired)
+
+
+async def _reaper() -> None:
+    while True:
+        await asyncio.sleep(REAP_SECONDS)
+        try:
+            reap_sessions()
+        except Exception:  # noqa: BLE001 - the next round tries again; the server goes on
+            _log.exception("reaping ended sessions failed")
+
+
+@contextlib.asynccontextmanager
+async def lifespan(_app):
+    """st.App lifespan: at server start, the model warm-up (warmup.py), the memory watcher (memory.py) and the
+    session reaper; the reaper stops with the server."""
+    from . import memory, warmup
+
+    warmup.start()
+    memory.watch()
+    reaper = asyncio.create_task(_reaper(), name="session-reaper")
+    try:
+        yield
+    finally:
+        reaper.cancel()
