@@ -215,3 +215,8 @@ else:  # export
     st.markdown(t("attention.npz_contents"))
 
 st.caption(t("attention.share"))
+
+# Between runs a session keeps its widget values and nothing of this run's arrays: they go now (75 MB per visitor at
+# 512 tokens, unless the shared cache still keeps them), not when the session's next run replaces them (issue #19).
+for _name in ("r", "weights", "w", "agg", "fig", "values"):
+    globals().pop(_name, None)

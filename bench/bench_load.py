@@ -1,8 +1,19 @@
-"""Many users at once (issue #12): real Streamlit sessions against one local server. Prints figures; asserts nothing.
+"""Many users at once (issues #12, #19): real Streamlit sessions against one local server. Prints figures; asserts
+nothing.
 
   python bench/bench_load.py                          # 20 browsing sessions, with 2 and then 0 training sessions
   python bench/bench_load.py --browsers 3 --seconds 20 --trainers 1
   python bench/bench_load.py --chromium 2             # plus 2 real Chromium tabs changing the layer
+  python bench/bench_load.py --mode long              # one visitor types 24 sentences of 400 words, every view
+  python bench/bench_load.py --mode slow              # 20 clients that ask for reruns and never read the answers
+
+--mode long: one session opens Attention, waits for the warm-up, then types --sentences sentences of --words random
+words, moving to the next view (head, grid, lines, aggregate, stats, export) with each; the server's RSS is
+sampled throughout. Prints the RSS before the first sentence, the peak, the RSS after the last sentence, and the
+RSS once the tab has closed and its session has ended (server.disconnectedSessionTTL + the reaper's period).
+--mode slow: --slow clients each open Attention, then stop reading and send --requests reruns with new long
+sentences every 0.2 s; meanwhile one reading visitor opens Attention (its wait is printed). Prints the RSS peak, the
+RSS while the slow clients are still connected, and after they have left.
 
 Each session is what a browser tab is to the server: one websocket to /_stcore/stream speaking Streamlit's protocol
 (bench/st_protocol.py: rerun_script BackMsgs with the page, query string and widget states; ForwardMsgs back), with no
@@ -352,6 +363,134 @@ async def amain(args) -> None:
     report(args, results)
 
 
+# ---------------------------------------------------------------- memory of one visitor, and clients that never read
+def rss(pid: int) -> int:
+    try:
+        proc = psutil.Process(pid)
+        return sum(p.memory_info().rss for p in [proc] + proc.children(recursive=True))
+    except psutil.Error:
+        return 0
+
+
+async def _settled(pid: int, seconds: float = 60) -> int:
+    """The server's RSS once it stops moving (the warm-up loads torch behind the first page)."""
+    end, last = time.monotonic() + seconds, rss(pid)
+    while time.monotonic() < end:
+        await asyncio.sleep(3)
+        now = rss(pid)
+        if abs(now - last) < 8 * 2**20:
+            return now
+        last = now
+    return last
+
+
+async def _after_leaving(pid: int, seconds: float) -> int:
+    """The server's RSS once the ended sessions are gone: the lowest reading within `seconds`."""
+    low, end = rss(pid), time.monotonic() + seconds
+    while time.monotonic() < end:
+        await asyncio.sleep(5)
+        low = min(low, rss(pid))
+    return low
+
+
+VIEWS = ("head", "grid", "lines", "aggregate", "stats", "export")
+VIEW_KEYS = {"head": "head_fig", "grid": "grid_fig", "aggregate": "agg_fig", "stats": "stats_fig", "export": "dl_npz"}
+
+
+async def long_sentences(args) -> dict:
+    rng = random.Random(args.seed)
+    out = {"latency": []}
+    server = Server()
+    try:
+        await asyncio.to_thread(server.__enter__)
+        pid = server.proc.pid
+        mem = Memory(pid)
+        async with Session(server.url, timeout=args.timeout) as s:
+            await s.open("/", "lang=en")
+            out["before"] = await _settled(pid)
+            mem.start()
+            for i in range(args.sentences):
+                view = VIEWS[i % len(VIEWS)]
+                await s.set_widget(s.widget("attention.view.en", "radio").id, string_value=t(f"attention.view_{view}", "en"))
+                text = " ".join(rng.choice(WORDS) for _ in range(args.words))
+                run = await s.set_widget(s.widget(TEXT_KEY, "text_area").id, string_value=text)
+                out["latency"].append(run.latency)
+                if view in VIEW_KEYS:
+                    s.widget(VIEW_KEYS[view])  # the view is the one asked for (ProtocolError otherwise)
+                else:
+                    check(bool(s.find("iframe")), f"the {view} view")
+            out["last"] = rss(pid)
+        out["peak"] = mem.stop()
+        out["ended"] = await _after_leaving(pid, args.after)
+    finally:
+        await asyncio.to_thread(server.__exit__)
+    return out
+
+
+async def slow_clients(args) -> dict:
+    out = {}
+    server = Server()
+    try:
+        await asyncio.to_thread(server.__enter__)
+        pid = server.proc.pid
+        async with Session(server.url, timeout=args.timeout) as first:
+            await first.open("/", "lang=en")
+            out["before"] = await _settled(pid)
+        mem = Memory(pid)
+        mem.start()
+
+        async def hostile(i: int) -> Session:
+            s = Session(server.url, timeout=args.timeout)
+            await s.connect()
+            await s.open("/", "lang=en")
+            box, rng = s.widget(TEXT_KEY, "text_area").id, random.Random(args.seed + i)
+            s._reader.cancel()  # from now on this client reads nothing
+            for _ in range(args.requests):
+                s._set(box, string_value=" ".join(rng.choice(WORDS) for _ in range(args.words)))
+                try:
+                    await s.rerun(wait=False)
+                except Exception:  # noqa: BLE001 - the server closed the connection
+                    break
+                await asyncio.sleep(0.2)
+            return s
+
+        slow = await asyncio.gather(*(_staggered(hostile(i), 0.1 * i) for i in range(args.slow)))
+        t0 = time.perf_counter()
+        async with Session(server.url, timeout=args.timeout) as visitor:
+            await visitor.open("/", "lang=en")
+        out["visitor_open"] = time.perf_counter() - t0
+        await asyncio.sleep(10)
+        out["connected"] = rss(pid)
+        for s in slow:
+            await s.close()
+        out["peak"] = mem.stop()
+        out["ended"] = await _after_leaving(pid, args.after)
+    finally:
+        await asyncio.to_thread(server.__exit__)
+    return out
+
+
+def report_long(args, r: dict) -> None:
+    mb = lambda b: f"{b / 2**20:.0f} MB"  # noqa: E731
+    print(f"\none visitor, {args.sentences} sentences of {args.words} random words, a new view with each "
+          f"({', '.join(VIEWS)}), server on 127.0.0.1, {psutil.cpu_count()} cores")
+    print("\n| RSS before the first sentence | peak | after the last sentence | peak - before | after the session "
+          "ended | rerun p50 / max |")
+    print("|---|---|---|---|---|---|")
+    print(f"| {mb(r['before'])} | {mb(r['peak'])} | {mb(r['last'])} | {mb(r['peak'] - r['before'])} | "
+          f"{mb(r['ended'])} | {pct(r['latency'], .5):.2f} / {max(r['latency']):.2f} s |")
+
+
+def report_slow(args, r: dict) -> None:
+    mb = lambda b: f"{b / 2**20:.0f} MB"  # noqa: E731
+    print(f"\n{args.slow} clients that never read, each sending {args.requests} reruns with {args.words}-word "
+          f"sentences every 0.2 s; server on 127.0.0.1, {psutil.cpu_count()} cores")
+    print("\n| RSS before | peak | while they are connected | after they left | a reading visitor's first page |")
+    print("|---|---|---|---|---|")
+    print(f"| {mb(r['before'])} | {mb(r['peak'])} | {mb(r['connected'])} | {mb(r['ended'])} | "
+          f"{r['visitor_open']:.2f} s |")
+
+
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--browsers", type=int, default=20, help="browsing sessions (at most 60)")
@@ -364,12 +503,27 @@ def main(argv=None) -> int:
     p.add_argument("--chromium", type=int, default=0, help="also this many real Chromium tabs (layer changes only)")
     p.add_argument("--deadline", type=float, default=480, help="the whole script stops by itself after this")
     p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--mode", choices=("class", "long", "slow"), default="class",
+                   help="class: many browsing visitors (default); long: one visitor's long sentences; slow: clients "
+                        "that never read")
+    p.add_argument("--sentences", type=int, default=24, help="--mode long: sentences typed")
+    p.add_argument("--words", type=int, default=400, help="--mode long / slow: words per sentence")
+    p.add_argument("--slow", type=int, default=20, help="--mode slow: clients that never read")
+    p.add_argument("--requests", type=int, default=30, help="--mode slow: reruns each of them asks for")
+    p.add_argument("--after", type=float, default=150,
+                   help="--mode long / slow: seconds to watch the RSS after the sessions closed (their sessions "
+                        "end 120 s later)")
     args = p.parse_args(argv)
     args.browsers, args.seconds = min(args.browsers, 60), min(args.seconds, 600)
     watchdog = threading.Timer(args.deadline + 30, _give_up)
     watchdog.daemon = True
     watchdog.start()
-    asyncio.run(amain(args))
+    if args.mode == "long":
+        report_long(args, asyncio.run(long_sentences(args)))
+    elif args.mode == "slow":
+        report_slow(args, asyncio.run(slow_clients(args)))
+    else:
+        asyncio.run(amain(args))
     watchdog.cancel()
     return 0
 

@@ -82,6 +82,7 @@ class Session:
     elements: dict[tuple, Element] = field(default_factory=dict)   # delta path -> element, of the last full run
     pages: dict[str, str] = field(default_factory=dict)            # url_pathname -> page_script_hash
     page_hash: str = ""
+    session_id: str = ""                            # the server's id of this session (upload URLs name it)
     query: str = ""
     runs: list[Run] = field(default_factory=list)
 
@@ -288,6 +289,7 @@ class Session:
                 run.started, run.fragment_ids = True, tuple(msg.metadata.run.fragment_ids)
         elif kind == "new_session":
             self.page_hash = msg.new_session.page_script_hash
+            self.session_id = msg.new_session.initialize.session_id or self.session_id
             self._fresh = {}
             for fid in list(self._auto):  # the frontend clears its timers on every full run
                 self._stop_auto(fid)

@@ -35,10 +35,15 @@ def normalise_lang(lang: str | None) -> str:
 
 
 def t(key: str, lang: str = "en", **kwargs) -> str:
-    """Translate 'namespace.key' into lang, filling {placeholders} from kwargs."""
+    """Translate 'namespace.key' into lang, filling {placeholders} from kwargs. A value may itself be bilingual,
+    {"en": ..., "zh": ...}: the one of lang is used (e.g. an error's wording of what a value must be)."""
     ns, _, name = key.partition(".")
+    lang = normalise_lang(lang)
     try:
-        text = namespace(ns)[name][normalise_lang(lang)]
+        text = namespace(ns)[name][lang]
     except KeyError:
         raise KeyError(f"missing UI string {key!r} ({lang}); add it to viz_core/locales/{ns}.json") from None
-    return text.format(**kwargs) if kwargs else text
+    if not kwargs:
+        return text
+    values = {k: v[lang] if isinstance(v, dict) and set(v) == set(LANGUAGES) else v for k, v in kwargs.items()}
+    return text.format(**values)

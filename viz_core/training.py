@@ -545,7 +545,7 @@ TRAIN_LIMITS = {"batch_size": (1, 4096), "max_seconds": (0.0, 10.0**7), "max_ste
                 "label_smoothing": (0.0, 1.0), "clip_norm": (0.0, 10**6), "eval_every": (1, 10**6),
                 "check_every": (0, 10**6), "eval_size": (1, 10_000), "log_every": (1, 10**6),
                 "max_snapshots": (0, 200), "seed": (0, 2**32 - 1), "threads": (1, 64)}
-TASK_LIMITS = {"min_len": (1, 24), "max_len": (1, 24)}
+TASK_PARAMS = ("min_len", "max_len")  # whole numbers, whose range the task itself checks
 MAX_HISTORY, MAX_INFO = 10_000, 64  # entries of a checkpoint's training history and of its info table
 
 
@@ -617,19 +617,29 @@ def _parse_config(raw: bytes) -> dict:
     return config
 
 
+FIELD_KINDS = {  # what a config value must be, in the visitor's words (English, Chinese)
+    "int": ("a whole number", "整数"), "float": ("a number", "数字"), "bool": ("true or false", "true 或 false"),
+    "str": ("a short text", "一段短文本"), "table": ("a table ({...})", "表（{...}）"), "list": ("a list ([...])", "列表（[...]）"),
+    "setting": ("a setting this app knows", "本应用认识的设置"), "task": ("a task name", "任务名称"),
+    "history": ("a list of tables of short values", "由短值组成的表的列表"),
+    "info": ("a table of short values", "由短值组成的表"),
+}
+
+
 def _field_error(name: str, kind: str) -> InputError:
-    return InputError("train.ckpt_field", f"{CONFIG}: '{name}' must be a {kind}", field=name[:60], kind=kind)
+    en, zh = FIELD_KINDS[kind]
+    return InputError("train.ckpt_field", f"{CONFIG}: '{name}' must be {en}", field=name[:60], kind={"en": en, "zh": zh})
 
 
 def _checked_history(history: list) -> list[dict]:
     if len(history) > MAX_HISTORY or not all(_flat_table(h) for h in history):
-        raise _field_error("history", "list of tables of short values")
+        raise _field_error("history", "history")
     return history
 
 
 def _checked_info(info: dict) -> dict:
     if len(info) > MAX_INFO or not _flat_table(info):
-        raise _field_error("info", "table of short values")
+        raise _field_error("info", "info")
     return info
 
 
@@ -654,7 +664,7 @@ def typed_values(cls, data: dict, where: str, limits: dict, unknown_ok: bool) ->
         if key not in kinds:
             if unknown_ok:
                 continue
-            raise _field_error(f"{where}.{key}", "known setting")
+            raise _field_error(f"{where}.{key}", "setting")
         kind = kinds[key]
         if value is None and "None" in kind:
             out[key] = None
@@ -685,10 +695,10 @@ def _task_and_model(config: dict) -> tuple[Task, ModelConfig, TrainConfig]:
     params = dict(config["task"])
     name = params.pop("name", None)
     if not isinstance(name, str) or len(name) > 40:
-        raise _field_error("task.name", "task name")
+        raise _field_error("task.name", "task")
     for key, value in params.items():  # min_len / max_len of the toy tasks
-        if key not in TASK_LIMITS or not _has_type(value, "int"):
-            raise _field_error(f"task.{key}", "known setting" if key not in TASK_LIMITS else "int")
+        if key not in TASK_PARAMS or not _has_type(value, "int"):
+            raise _field_error(f"task.{key}", "setting" if key not in TASK_PARAMS else "int")
     task = make_task(name, **params)
     model_cfg = typed_values(ModelConfig, config["model"], "model", MODEL_LIMITS, unknown_ok=False)
     train_cfg = TrainConfig(**typed_values(TrainConfig, config["train"], "train", TRAIN_LIMITS, unknown_ok=True))

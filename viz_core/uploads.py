@@ -57,6 +57,8 @@ def zip_members(name: str, data: bytes, wanted: tuple[str, ...], limit: int) -> 
                 out[member] = _read_member(zf, info, left, name)
                 left -= len(out[member])
             return out
+    except InputError:
+        raise
     except (zipfile.BadZipFile, zipfile.LargeZipFile, OSError, EOFError, NotImplementedError, ValueError):
         raise InputError("upload.bad_zip", f"{name} is not a readable zip archive", name=name) from None
 

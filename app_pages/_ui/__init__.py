@@ -15,7 +15,6 @@ from typing import Any
 
 import numpy as np
 import streamlit as st
-from streamlit.runtime.caching.cache_errors import UnhashableParamError
 from streamlit.runtime.scriptrunner import get_script_run_ctx
 
 from viz_core import i18n
@@ -23,6 +22,7 @@ from viz_core.errors import InputError, report_unexpected
 from viz_core.plots.common import PLOTLY_CONFIG
 
 from . import state
+from .caches import ByteBoundedCache, arg_key
 
 LANG_KEY = state.LANG
 
@@ -324,30 +324,44 @@ def download(label: str, data: bytes | str, file_name: str, mime: str, key: str 
 
 
 # ---------------------------------------------------------------- figures cached by their inputs
+FIGURE_CACHE_BYTES = 32 * 2**20  # every shared figure of every page together, counted as JSON (what the browser gets)
+
+
+@st.cache_resource(show_spinner=False)
+def _figure_cache() -> ByteBoundedCache:
+    return ByteBoundedCache(FIGURE_CACHE_BYTES, size=_figure_bytes)
+
+
+def _figure_bytes(fig) -> int:
+    """A figure's size as its JSON (plotly writes it with orjson: milliseconds, once per figure cached)."""
+    return len(fig.to_json())
+
+
 class SharedFigures:
     """The figure builders of a viz_core.plots module, each cached by its arguments (labels included, so one figure
     per language): `plots = ui.SharedFigures(viz_core.plots.anatomy)`, then `plots.eps_figure(...)` as before.
 
     Building a plotly figure (every property validated) is most of a page's script time, and a page switch or a
-    rerun asks for the same figures again. st.cache_resource, not st.cache_data: a pickled figure re-validates when
-    it is loaded. The figures are shared read-only; callers must not modify them (st.plotly_chart copies a figure
-    before serialising it). Arguments Streamlit cannot hash are built uncached.
+    rerun asks for the same figures again. The figures of all pages share one least-recently-used cache bounded by
+    FIGURE_CACHE_BYTES (a visitor who types 100 sentences cannot make it grow past that). The figures are shared
+    read-only; callers must not modify them (st.plotly_chart copies a figure before serialising it). Arguments
+    that cannot be keyed (caches.arg_key) are built uncached.
     """
 
-    def __init__(self, module, max_entries: int = 128):
-        self._module, self._max_entries, self._cached = module, max_entries, {}
+    def __init__(self, module):
+        self._module, self._cached = module, {}
 
     def __getattr__(self, name: str):
         if name.startswith("_"):
             raise AttributeError(name)
         if name not in self._cached:
             builder = getattr(self._module, name)
-            shared = st.cache_resource(max_entries=self._max_entries, show_spinner=False)(builder)
 
             def call(*args, **kwargs):
                 try:
-                    return shared(*args, **kwargs)
-                except UnhashableParamError:  # an argument Streamlit cannot hash: build it uncached
+                    key = (self._module.__name__, name, arg_key(args), arg_key(kwargs))
+                except TypeError:  # an argument that cannot be keyed: build it uncached
                     return builder(*args, **kwargs)
+                return _figure_cache().get(key, lambda: builder(*args, **kwargs))
             self._cached[name] = call
         return self._cached[name]

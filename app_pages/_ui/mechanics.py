@@ -82,4 +82,4 @@ def additive_vs_dot(q: np.ndarray, k: np.ndarray, v: np.ndarray, d_hidden: int, 
 
 
 # Figures cached by their inputs (see SharedFigures): figures.stage_matrix(...) as in viz_core.plots.mechanics
-figures = SharedFigures(figs, max_entries=256)
+figures = SharedFigures(figs)

@@ -8,10 +8,8 @@ model's parameters, so the server holds one copy of the weights.
 from __future__ import annotations
 
 import contextlib
-import dataclasses
 import os
 import threading
-from collections import OrderedDict
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -20,6 +18,8 @@ import streamlit as st
 from viz_core import bert_numpy
 from viz_core.attention_result import AttentionResult
 from viz_core.model_policy import ModelPolicy
+
+from .caches import ByteBoundedCache
 
 if TYPE_CHECKING:
     from viz_core import pretrained
@@ -93,46 +93,6 @@ def loaded(name: str = "") -> bool:
 
 def default_model() -> pretrained.LoadedModel:
     return model("")
-
-
-def nbytes(value) -> int:
-    """The bytes of the numpy arrays (and torch tensors) a value holds: through dataclasses, tuples, lists, dicts."""
-    if isinstance(value, np.ndarray):
-        return value.nbytes
-    if hasattr(value, "element_size") and hasattr(value, "nelement"):  # a torch tensor, without importing torch
-        return value.element_size() * value.nelement()
-    if isinstance(value, dict):
-        return sum(nbytes(v) for v in value.values())
-    if isinstance(value, (list, tuple)):
-        return sum(nbytes(v) for v in value) if value and not isinstance(value[0], str) else 0
-    if dataclasses.is_dataclass(value) and not isinstance(value, type):
-        return sum(nbytes(getattr(value, f.name)) for f in dataclasses.fields(value))
-    return 0
-
-
-class ByteBoundedCache:
-    """A least-recently-used cache bounded by the bytes of its values (see nbytes), not their count: one 512-token
-    input of MiniLM weighs 75 MB, a short sentence a few hundred KB. Shared by all sessions (values are read-only);
-    the newest value always stays, even alone over the budget."""
-
-    def __init__(self, budget_bytes: int):
-        self.budget, self.items, self.lock = budget_bytes, OrderedDict(), threading.Lock()
-        self.used = 0
-
-    def get(self, key, compute):
-        with self.lock:
-            if key in self.items:
-                self.items.move_to_end(key)
-                return self.items[key][0]
-        value = compute()
-        size = nbytes(value)
-        with self.lock:
-            if key not in self.items:
-                self.items[key] = (value, size)
-                self.used += size
-            while len(self.items) > 1 and self.used > self.budget:
-                self.used -= self.items.popitem(last=False)[1][1]
-        return value
 
 
 ATTENTION_CACHE_BYTES = 100 * 2**20  # keeps one 512-token result (75 MB) or hundreds of short ones

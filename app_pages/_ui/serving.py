@@ -100,6 +100,7 @@ class _Outbox:
         self.ready.set()
         if self._writer is None:
             self._writer = asyncio.create_task(self._write(), name="unread-limit-writer")
+        await asyncio.sleep(0)  # let the writer hand it on before the app queues the next one
 
     async def _write(self) -> None:
         try:
@@ -173,6 +174,7 @@ class UploadLimit:
         size = _content_length(scope) or self._max_file()
         refusal = self._admit(session_id, match.group(2), size)
         if refusal:
+            await _discard_body(receive, self._max_file() + 2**20)  # so the client reads a clean 413, not a reset
             return await _refuse(send, refusal)
         try:
             await self.app(scope, receive, send)
@@ -226,6 +228,18 @@ def _stored_files() -> dict[str, dict[str, int]]:
         return {}
     storage = getattr(Runtime.instance().uploaded_file_mgr, "file_storage", None) or {}
     return {sid: {fid: len(rec.data) for fid, rec in list(files.items())} for sid, files in list(storage.items())}
+
+
+async def _discard_body(receive, limit: int) -> None:
+    """Read and drop a request's body, at most `limit` bytes (nothing of it is kept)."""
+    seen = 0
+    while seen <= limit:
+        message = await receive()
+        if message["type"] != "http.request":
+            return
+        seen += len(message.get("body") or b"")
+        if not message.get("more_body"):
+            return
 
 
 async def _refuse(send, why: str) -> None:

@@ -4,6 +4,7 @@ Under CI (CI=true) a browser that cannot start is a failure, not a skip.
 """
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import socket
@@ -55,17 +56,17 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
-@pytest.fixture(scope="session")
-def server_url():
+@contextlib.contextmanager
+def streamlit_server(extra_env: dict | None = None):
+    """`streamlit run app.py` on a free port of 127.0.0.1, as deployed (.streamlit/config.toml) but with full error
+    details; yields (url, process), stops it at the end."""
     port = _free_port()
-    # full error details in tests (the deployed default, .streamlit/config.toml, shows visitors only the type)
     env = dict(os.environ, STREAMLIT_BROWSER_GATHER_USAGE_STATS="false", HF_HUB_OFFLINE="1",
-               STREAMLIT_CLIENT_SHOW_ERROR_DETAILS="full")
+               STREAMLIT_CLIENT_SHOW_ERROR_DETAILS="full", **(extra_env or {}))
     proc = subprocess.Popen(
         [sys.executable, "-m", "streamlit", "run", "app.py", "--server.headless", "true", "--server.port", str(port),
          "--server.address", "127.0.0.1"], cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.STDOUT)
     url = f"http://127.0.0.1:{port}"
-    SERVER["pid"] = proc.pid
     try:
         for _ in range(120):
             try:
@@ -75,10 +76,21 @@ def server_url():
                 time.sleep(0.5)
         else:
             pytest.fail("streamlit server did not start within 60 s")
-        yield url
+        yield url, proc
     finally:
         proc.terminate()
-        proc.wait(timeout=20)
+        try:
+            proc.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait(timeout=10)
+
+
+@pytest.fixture(scope="session")
+def server_url():
+    with streamlit_server() as (url, proc):
+        SERVER["pid"] = proc.pid
+        yield url
 
 
 @pytest.fixture(scope="session")

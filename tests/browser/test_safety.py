@@ -60,3 +60,83 @@ def test_toy_task_input_refused_or_flagged(open_page, task, typed, words):
     assert the_open_tab(page) == "Decode"
     assert words in main_text(page)
     screenshot(page, f"safety-train-{task}-{typed.replace('+', 'p')}")
+
+
+# ---------------------------------------------------------------- issue #19: uploads, crashes, typed markup
+def absurd_checkpoint(tmp_path, **model) -> str:
+    """The shipped reverse checkpoint as a zip whose config.json asks for an absurd model."""
+    import io
+    import json
+    import zipfile
+    from pathlib import Path
+
+    from viz_core.training import checkpoint_files, load_checkpoint
+    files = checkpoint_files(load_checkpoint(Path(__file__).resolve().parents[2] / "viz_core/checkpoints/reverse"))
+    config = json.loads(files["config.json"])
+    config["model"].update(model)
+    files["config.json"] = json.dumps(config).encode()
+    path = tmp_path / "reverse-checkpoint.zip"
+    with zipfile.ZipFile(path, "w") as zf:
+        for name, data in files.items():
+            zf.writestr(name, data)
+    return str(path)
+
+
+@pytest.mark.parametrize("lang, model, words", [
+    ("en", {"d_model": 16384}, "outside what this app builds (1 to 1024)"),   # the kernel killed the server before
+    ("zh", {"n_enc_layers": 100000}, "超出了本应用能构建的范围（1 到 8）"),
+    ("en", {"d_model": 64.0}, "must be a whole number"),
+])
+def test_an_absurd_checkpoint_is_refused_and_the_page_goes_on(open_page, tmp_path, lang, model, words):
+    page = open_page(f"/train?lang={lang}")
+    open_tab(page, i18n.t("train.tab_save", lang))
+    page.locator("[data-testid='stFileUploaderDropzoneInput']").set_input_files(absurd_checkpoint(tmp_path, **model))
+    page.locator("[data-testid='stAlert']").filter(has_text=words).wait_for(timeout=60_000)
+    wait_done(page)
+    assert_no_exception(page)
+    open_tab(page, i18n.t("train.tab_decode", lang))  # the server is alive and the shipped model still answers
+    assert "3 5 6 2 9 5 1 4 1 3" in main_text(page)
+    screenshot(page, f"safety-absurd-checkpoint-{lang}")
+
+
+def test_cross_attention_with_one_head_chosen_in_the_menu(open_page):
+    from tests.browser.conftest import choose, pick
+    page = open_page("/mechanics?lang=en")
+    pick(page, i18n.t("mechanics.section", "en"), i18n.t("mechanics.sec_cross", "en"))
+    choose(page, i18n.t("mechanics.heads", "en"), "1")
+    assert_no_exception(page)
+    assert "Head: 0 (the only choice here)" in main_text(page)
+    assert page.locator(".js-plotly-plot").count() >= 2
+    screenshot(page, "safety-cross-one-head-en")
+
+
+def test_typed_markup_is_drawn_as_text(open_page):
+    from tests.browser.conftest import pick
+    page = open_page("/positions?lang=en")
+    pick(page, i18n.t("positions.part", "en"), i18n.t("positions.part_order", "en"))
+    type_into(page, i18n.t("positions.tokens", "en"), "<b>word</b> <i>x</i> & __class__ cat")
+    assert_no_exception(page)
+    ticks = page.eval_on_selector_all(".js-plotly-plot .ytick text", "els => els.map(e => e.textContent)")
+    assert "<b>word</b>" in ticks and "<i>x</i>" in ticks and "&" in ticks, ticks
+    assert page.locator(".js-plotly-plot .ytick text b, .js-plotly-plot .ytick text [style*='bold']").count() == 0
+    screenshot(page, "safety-typed-markup-en")
+
+
+def test_a_comparison_stopped_while_in_line_says_so(open_page):
+    busy = open_page("/train?lang=en&seconds=60")  # another visitor trains: the only slot of this 2-core server
+    busy.get_by_role("button", name=i18n.t("train.go", "en"), exact=True).click()
+    busy.locator("[data-testid='stProgress']").first.wait_for(timeout=30_000)
+    try:
+        page = open_page("/train?lang=en&preset=tiny&cmp_steps=20&tab=compare")
+        page.get_by_role("button", name=i18n.t("train.cmp_go", "en"), exact=True).click()
+        page.get_by_text("ahead of yours").wait_for(timeout=30_000)
+        page.locator("[data-testid='stMain']").get_by_role(
+            "button", name=i18n.t("train.stop", "en"), exact=True).first.click()
+        page.get_by_text("Stopped before it started").wait_for(timeout=30_000)
+        wait_done(page)
+        assert_no_exception(page)
+        assert page.get_by_role("tab").count() == 6  # the tabs are there, the page goes on
+        screenshot(page, "safety-queued-stop-en")
+    finally:
+        busy.get_by_role("button", name=i18n.t("train.stop", "en"), exact=True).click()
+        wait_done(busy)
