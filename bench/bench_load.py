@@ -503,6 +503,7 @@ def main(argv=None) -> int:
     p.add_argument("--chromium", type=int, default=0, help="also this many real Chromium tabs (layer changes only)")
     p.add_argument("--deadline", type=float, default=480, help="the whole script stops by itself after this")
     p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--app-root", default=None, help="run the app of another tree (e.g. an older checkout)")
     p.add_argument("--mode", choices=("class", "long", "slow"), default="class",
                    help="class: many browsing visitors (default); long: one visitor's long sentences; slow: clients "
                         "that never read")
@@ -515,6 +516,9 @@ def main(argv=None) -> int:
                         "end 120 s later)")
     args = p.parse_args(argv)
     args.browsers, args.seconds = min(args.browsers, 60), min(args.seconds, 600)
+    if args.app_root:
+        import bench_browser
+        bench_browser.APP_ROOT = Path(args.app_root).resolve()
     watchdog = threading.Timer(args.deadline + 30, _give_up)
     watchdog.daemon = True
     watchdog.start()
