@@ -1,6 +1,8 @@
 """Shared fixtures: AppTest runner for pages."""
 from __future__ import annotations
 
+import asyncio
+import threading
 from pathlib import Path
 
 import pytest
@@ -21,9 +23,38 @@ def run_page(page: str, query: dict | None = None, timeout: float = APP_TIMEOUT_
     return at
 
 
+def run_async(coro):
+    """asyncio.run(coro) on a thread of its own. Playwright's sync API leaves an event loop running on the main
+    thread once a browser test has started, and asyncio.run refuses to start a second loop on that thread."""
+    box = {}
+
+    def target():
+        try:
+            box["value"] = asyncio.run(coro)
+        except BaseException as e:  # noqa: BLE001 - re-raised on the caller's thread
+            box["error"] = e
+    thread = threading.Thread(target=target, name="run_async")
+    thread.start()
+    thread.join()
+    if "error" in box:
+        raise box["error"]
+    return box["value"]
+
+
 def assert_clean(at: AppTest) -> None:
     """No exception element and no uncaught error on the page."""
     assert not at.exception, [e.value for e in at.exception]
+
+
+@pytest.fixture(scope="module")
+def one_torch_thread():
+    """Small models: one torch thread is as fast, and far faster on a shared, busy 2-core machine. Use it with
+    `pytestmark = pytest.mark.usefixtures("one_torch_thread")`."""
+    import torch
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(before)
 
 
 @pytest.fixture

@@ -13,12 +13,7 @@ from viz_core.lm_generate import cache_difference, generate, sampling_probs, tim
 from viz_core.lm_training import LMTrainConfig, LMTrainer, Tokenizer, load_lm, load_lm_files, lm_checkpoint_files
 
 
-@pytest.fixture(autouse=True, scope="module")
-def one_thread():
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
+pytestmark = pytest.mark.usefixtures("one_torch_thread")  # small models: one torch thread
 
 
 def tiny(n_kv_heads=None, d_ff=32, vocab=20, max_len=32, seed=0) -> DecoderLM:

@@ -10,13 +10,7 @@ from viz_core.model import ModelConfig, Seq2SeqTransformer, capture_names, count
 PAD = 0
 
 
-@pytest.fixture(autouse=True, scope="module")
-def one_thread():
-    """Small models: one torch thread is as fast, and far faster on a shared, busy 2-core machine."""
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
+pytestmark = pytest.mark.usefixtures("one_torch_thread")  # small models: one torch thread
 
 
 def make(**kw) -> Seq2SeqTransformer:

@@ -2,19 +2,13 @@
 background job and its model replaces the shipped one, bad input shows an error; English and Chinese."""
 import json
 import pytest
-import torch
 
 from tests.conftest import assert_clean, run_page, widget
 
 TIMEOUT = 240  # a first run loads torch and two checkpoints on a busy 2-core machine
 
 
-@pytest.fixture(autouse=True, scope="module")
-def one_thread():
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
+pytestmark = pytest.mark.usefixtures("one_torch_thread")  # small models: one torch thread
 
 
 def texts(elements) -> str:

@@ -6,7 +6,6 @@ from __future__ import annotations
 import json
 
 import pytest
-import torch
 
 from tests.conftest import assert_clean, run_page, widget
 from viz_core.jobs import default_slots
@@ -15,12 +14,7 @@ MARKUP = "<b>word</b> <i>x</i> & __class__"
 ESCAPED = ["&lt;b&gt;word&lt;/b&gt;", "&lt;i&gt;x&lt;/i&gt;", "&amp;", "__class__"]
 
 
-@pytest.fixture(autouse=True, scope="module")
-def one_thread():
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
+pytestmark = pytest.mark.usefixtures("one_torch_thread")  # small models: one torch thread
 
 
 def specs(at) -> list[dict]:

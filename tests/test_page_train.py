@@ -1,16 +1,10 @@
 """AppTest of the Train page: opens with a shipped model, trains briefly, compares runs, shows errors, EN + ZH."""
 import pytest
-import torch
 
 from tests.conftest import assert_clean, run_page, widget
 
 
-@pytest.fixture(autouse=True, scope="module")
-def one_thread():
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)  # small models; a shared 2-core box is far faster with one thread
-    yield
-    torch.set_num_threads(before)
+pytestmark = pytest.mark.usefixtures("one_torch_thread")  # small models: one torch thread
 
 
 def texts(elements) -> str:

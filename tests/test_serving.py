@@ -9,7 +9,7 @@ import gc
 import pytest
 
 from app_pages._ui import memory, serving
-from tests.conftest import assert_clean, run_page
+from tests.conftest import assert_clean, run_async, run_page
 
 MB = 2**20
 
@@ -45,7 +45,7 @@ def run_ws(client_reads: bool, limit: int = 8 * MB, n_messages: int = 20, size: 
 
         await asyncio.wait_for(serving.UnreadLimit(the_app, limit=limit)({"type": "websocket"}, receive, send), 10)
         return delivered, got
-    return asyncio.run(main())
+    return run_async(main())
 
 
 def test_a_client_that_never_reads_is_disconnected_at_the_limit():
@@ -68,7 +68,7 @@ def test_http_requests_pass_through_untouched():
     async def app(scope, receive, send):
         seen.append(scope["path"])
 
-    asyncio.run(serving.UnreadLimit(app)({"type": "http", "path": "/_stcore/health"}, None, None))
+    run_async(serving.UnreadLimit(app)({"type": "http", "path": "/_stcore/health"}, None, None))
     assert seen == ["/_stcore/health"]
 
 
@@ -86,7 +86,7 @@ def put(limit: serving.UploadLimit, session: str, file_id: str, size: int) -> in
     async def receive():
         return {"type": "http.request", "body": b"x" * 1000, "more_body": False}
 
-    asyncio.run(limit(scope, receive, send))
+    run_async(limit(scope, receive, send))
     return status["code"]
 
 
@@ -133,7 +133,7 @@ def test_other_requests_are_not_counted(stored):
     limit = serving.UploadLimit(app, files=1)
     stored["s"] = {"a": 1}
     for method, path in (("GET", "/_stcore/upload_file/s/b"), ("PUT", "/_stcore/health")):
-        asyncio.run(limit({"type": "http", "method": method, "path": path, "headers": []}, None, None))
+        run_async(limit({"type": "http", "method": method, "path": path, "headers": []}, None, None))
     assert len(reached) == 2
 
 
@@ -155,8 +155,9 @@ def test_release_frees_cycles_and_settle_waits_for_growth(monkeypatch):
     sizes = iter([100 * MB, 120 * MB, 200 * MB, 150 * MB])
     monkeypatch.setattr(memory, "rss_bytes", lambda: next(sizes))
     monkeypatch.setattr(memory, "release", lambda: 150 * MB)
-    monkeypatch.setattr(memory, "_baseline", 0)
-    assert memory.settle() is False   # the first check only measures
+    monkeypatch.setattr(memory, "_armed", __import__("threading").Event())
+    assert memory.settle() is False   # not armed yet (the warm-up has not frozen torch's objects): nothing
+    memory.arm()                      # measures 100 MB
     assert memory.settle() is False   # 20 MB more: not yet
     assert memory.settle() is True    # 100 MB more: collected
     assert memory._baseline == 150 * MB

@@ -20,13 +20,7 @@ from viz_core.training import (TrainConfig, Trainer, check_fits, checkpoint_file
                                label_smoothed_loss, load_checkpoint, load_checkpoint_files, noam_lr, pick_device,
                                read_upload, sequence_scores, teacher_forced_exact)
 
-@pytest.fixture(autouse=True, scope="module")
-def one_thread():
-    """Small models: one torch thread is as fast, and far faster on a shared, busy 2-core machine."""
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
+pytestmark = pytest.mark.usefixtures("one_torch_thread")  # small models: one torch thread
 
 
 TINY = ModelConfig(d_model=32, n_heads=2, n_enc_layers=1, n_dec_layers=1, d_ff=64)

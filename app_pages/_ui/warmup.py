@@ -19,6 +19,8 @@ import gc
 import logging
 import threading
 
+from . import memory
+
 _started = threading.Event()
 page_served = threading.Event()  # set by app.py after a visitor's script run
 
@@ -51,6 +53,7 @@ def _warm(texts: tuple[str, ...]) -> None:
         page_served.wait()
         models.default_model()  # for the views that need the model itself; the numpy path then shares its weights
         _freeze_long_lived()
+        memory.arm()  # collections are cheap from now on (memory.py)
     except Exception:  # noqa: BLE001 - a failed warm-up only means that the first visit loads the model itself
         logging.getLogger(__name__).exception("warm-up of the default model failed")
 

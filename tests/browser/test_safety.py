@@ -1,12 +1,19 @@
 """What a visitor types that the server must refuse or explain, done the way a person does it in Chromium: a server
 folder and an id off the allowlist in the model box (Chinese, no path shown), Chinese text on the English default
-model, and toy-task input that is malformed or outside the trained range."""
+model, toy-task input that is malformed or outside the trained range, and (issue #19) a checkpoint with an absurd
+config, a one-head cross attention chosen in the menu, typed markup, and a comparison stopped while in line."""
 from __future__ import annotations
+
+import json
+import zipfile
+from pathlib import Path
 
 import pytest
 
-from tests.browser.conftest import open_tab, the_open_tab, assert_no_exception, screenshot, wait_done
+from tests.browser.conftest import (assert_no_exception, choose, open_tab, pick, screenshot, the_open_tab,
+                                    wait_done)
 from viz_core import i18n
+from viz_core.training import checkpoint_files, load_checkpoint
 
 pytestmark = pytest.mark.browser
 
@@ -65,12 +72,6 @@ def test_toy_task_input_refused_or_flagged(open_page, task, typed, words):
 # ---------------------------------------------------------------- issue #19: uploads, crashes, typed markup
 def absurd_checkpoint(tmp_path, **model) -> str:
     """The shipped reverse checkpoint as a zip whose config.json asks for an absurd model."""
-    import io
-    import json
-    import zipfile
-    from pathlib import Path
-
-    from viz_core.training import checkpoint_files, load_checkpoint
     files = checkpoint_files(load_checkpoint(Path(__file__).resolve().parents[2] / "viz_core/checkpoints/reverse"))
     config = json.loads(files["config.json"])
     config["model"].update(model)
@@ -100,7 +101,6 @@ def test_an_absurd_checkpoint_is_refused_and_the_page_goes_on(open_page, tmp_pat
 
 
 def test_cross_attention_with_one_head_chosen_in_the_menu(open_page):
-    from tests.browser.conftest import choose, pick
     page = open_page("/mechanics?lang=en")
     pick(page, i18n.t("mechanics.section", "en"), i18n.t("mechanics.sec_cross", "en"))
     choose(page, i18n.t("mechanics.heads", "en"), "1")
@@ -111,7 +111,6 @@ def test_cross_attention_with_one_head_chosen_in_the_menu(open_page):
 
 
 def test_typed_markup_is_drawn_as_text(open_page):
-    from tests.browser.conftest import pick
     page = open_page("/positions?lang=en")
     pick(page, i18n.t("positions.part", "en"), i18n.t("positions.part_order", "en"))
     type_into(page, i18n.t("positions.tokens", "en"), "<b>word</b> <i>x</i> & __class__ cat")

@@ -17,6 +17,7 @@ import psutil
 import pytest
 
 from tests.browser.conftest import ROOT, streamlit_server
+from tests.conftest import run_async
 
 sys.path.insert(0, str(ROOT / "bench"))
 from st_protocol import Session  # noqa: E402
@@ -89,7 +90,7 @@ def test_many_long_sentences_keep_one_visitor_bounded(server):
         peak.join()
         await s.close()
         return base, peak.peak
-    base, top = asyncio.run(main())
+    base, top = run_async(main())
     assert top - base <= 250 * MB, f"{(top - base) / MB:.0f} MB more for 12 sentences of 400 words"
 
 
@@ -125,7 +126,7 @@ def test_clients_that_never_read_are_cut_off_and_others_are_served(server):
         peak.halt.set()
         peak.join()
         return base, peak.peak, opened
-    base, top, opened = asyncio.run(main())
+    base, top, opened = run_async(main())
     assert opened < 30, f"a reading visitor waited {opened:.0f} s"
     assert top - base <= 700 * MB, f"{(top - base) / MB:.0f} MB more with 4 clients that never read"
 
@@ -163,4 +164,4 @@ def test_uploads_are_bounded_and_an_ended_sessions_files_are_given_back(server):
             status = upload(url, b.session_id, 2 * MB)
         await b.close()
         return status
-    assert asyncio.run(main()) == 204
+    assert run_async(main()) == 204

@@ -135,19 +135,21 @@ def test_chinese_short_run_and_narrow(open_page):
     screenshot(page, "train-tab-attention-zh-420")
 
 
-def _upload(page, files):
+def _upload(page, files, outcome: str):
+    """Upload `files` on Save / load and wait until the page says `outcome` (the run the upload starts has ended)."""
     open_tab(page, "Save / load")
     page.locator("[data-testid='stFileUploader'] input[type='file']").set_input_files(files)
-    page.wait_for_timeout(1000)
+    page.get_by_text(outcome).first.wait_for(timeout=60_000)
     wait_done(page)
 
 
 def test_corrupt_upload_shows_a_clear_error(open_page):
     page = open_page("/train?lang=en&task=reverse")
     _upload(page, [{"name": "model.safetensors", "mimeType": "application/octet-stream", "buffer": b"\x00junk" * 20},
-                   {"name": "config.json", "mimeType": "application/json", "buffer": b"{broken"}])
+                   {"name": "config.json", "mimeType": "application/json", "buffer": b"{broken"}],
+            "is not readable JSON")
     assert_no_exception(page)
-    assert "not a checkpoint config" in main_text(page)
+    assert "config.json is not readable JSON" in main_text(page)
     screenshot(page, "train-upload-error-en")
 
 
@@ -157,7 +159,7 @@ def test_valid_zip_upload_switches_to_its_task(open_page, tmp_path):
     data = checkpoint_zip(load_checkpoint(CHECKPOINTS / "copy"))
     assert zipfile.ZipFile(io.BytesIO(data)).namelist()
     page = open_page("/train?lang=en&task=reverse")
-    _upload(page, [{"name": "copy.zip", "mimeType": "application/zip", "buffer": data}])
+    _upload(page, [{"name": "copy.zip", "mimeType": "application/zip", "buffer": data}], "checkpoint you uploaded")
     assert_no_exception(page)
     assert "checkpoint you uploaded" in main_text(page)
 

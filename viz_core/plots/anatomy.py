@@ -147,7 +147,7 @@ def flow_figure(boxes: Sequence[str], highlight: Sequence[bool], *, title: str, 
         fig.add_shape(type="rect", x0=0.02, x1=0.98, y0=y - 0.36, y1=y + 0.36,
                       line=dict(color=HIGHLIGHT if hot else "rgba(128,128,128,0.8)", width=2.5 if hot else 1),
                       fillcolor="rgba(228,87,46,0.12)" if hot else "rgba(128,128,128,0.08)")
-        fig.add_annotation(x=0.5, y=y, text=text, showarrow=False, font=dict(size=13))
+        fig.add_annotation(x=0.5, y=y, text=plain(text), showarrow=False, font=dict(size=13))  # may hold a typed token
         if i:
             fig.add_annotation(x=0.5, y=y + 0.36, ax=0.5, ay=y + 0.64, xref="x", yref="y", axref="x", ayref="y",
                                showarrow=True, arrowhead=2, arrowwidth=1.5, arrowcolor="rgba(128,128,128,0.9)",

@@ -1,0 +1,62 @@
+"""Typed text is shown as typed in every figure (issue #19): plotly reads <b>, <i>, <br>, <a href> and <span style>
+in tick labels, hover values, cell text and annotations, so every builder that takes user-derived strings writes
+them through plots.common.plain (entities, which plotly draws as the characters)."""
+from __future__ import annotations
+
+import json
+
+import numpy as np
+
+from viz_core.plots import anatomy, attention, common, importance, lm, mechanics, train
+
+TYPED = ["<b>word</b>", "a&b", "<a href='x'>link</a>", "plain"]
+
+
+def strings(fig) -> list[str]:
+    """Every string of a figure's JSON (ticks, text, customdata, annotations, titles)."""
+    out = []
+
+    def walk(value):
+        if isinstance(value, str):
+            out.append(value)
+        elif isinstance(value, dict):
+            for v in value.values():
+                walk(v)
+        elif isinstance(value, list):
+            for v in value:
+                walk(v)
+    walk(json.loads(fig.to_json()))
+    return out
+
+
+def assert_escaped(fig) -> None:
+    texts = strings(fig)
+    assert any("&lt;b&gt;word&lt;/b&gt;" in x for x in texts), "the typed token is missing"
+    assert not any("<b>" in x or "<a " in x for x in texts), [x for x in texts if "<b>" in x or "<a " in x]
+    assert any("a&amp;b" in x for x in texts)
+
+
+def test_plain_writes_entities_plotly_decodes():
+    assert common.plain("<b>x</b> & y") == "&lt;b&gt;x&lt;/b&gt; &amp; y"
+    assert common.plain("你好 ·3") == "你好 ·3"
+    assert common.label_px(common.plain("<b>")) == common.label_px("<b>")  # margins measure what is drawn
+
+
+def test_matrix_heatmaps_and_ticks():
+    z = np.full((4, 4), 0.25)
+    assert_escaped(common.matrix_heatmap(z, TYPED, TYPED))
+    assert_escaped(attention.head_heatmap(z, TYPED, TYPED, "t", query="q", key="k", value="w"))
+    assert_escaped(train.attention_matrix(z, TYPED, TYPED))
+
+
+def test_cells_bars_and_annotations():
+    assert_escaped(mechanics.padded_batch([TYPED, ["x", "<pad>", "<pad>", "<pad>"]], np.zeros((2, 4), bool),
+                                          "batch", "position", "sentence", "pad"))
+    probs = np.array([0.4, 0.3, 0.2, 0.1])
+    assert_escaped(anatomy.distribution_figure(probs, probs, TYPED, 0, names=["a", "b"], top_n=4, title="",
+                                               x_title="", y_title=""))
+    assert_escaped(anatomy.flow_figure(TYPED, [False] * 4, title=""))
+    assert_escaped(lm.next_token_bars(probs, probs, TYPED, 1, title="", x_title="", y_title="", model_name="m",
+                                      sampled_name="s"))
+    assert_escaped(train.next_token_bars(probs, TYPED, 0))
+    assert_escaped(importance.attribution_bars(TYPED, {"ig": probs}, token_label="token", share_label="share"))
