@@ -303,7 +303,8 @@ def compare_tab(task, base: ModelConfig, train_cfg: TrainConfig) -> dict:
     cfg = TrainConfig.from_dict(train_cfg.to_dict() | {"max_steps": steps, "max_seconds": 120.0,
                                                         "target_accuracy": None})
     runs = [(label, m, cfg) for label, m in variants(kind, base)]
-    refused = next((err for _, m, c in runs for _, err in [tu.safe(check_fits, task, m, c)] if err), None)
+    errors = (tu.safe(check_fits, task, m, c)[1] for _, m, c in runs)
+    refused = next((e for e in errors if e is not None), None)
     if refused is not None:  # the same budget as the Train tab, for every variant
         ui.show_error(refused)
     running = tu.running()

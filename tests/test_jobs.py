@@ -7,6 +7,7 @@ import pytest
 
 from viz_core import jobs
 from viz_core.jobs import BackgroundJob, JobSlots
+from viz_core.settings import env_int
 
 
 def counter(n: int, delay: float = 0.0, stop: threading.Event | None = None):
@@ -129,7 +130,7 @@ def test_a_queued_job_of_a_closed_session_leaves_the_queue(monkeypatch):
     assert first.join(2) and first.status == "done"
 
 
-@pytest.mark.parametrize("raw, expected", [("3", 3), ("0", 1), ("x", 7)])
+@pytest.mark.parametrize("raw, expected", [("3", 3), ("0", 1), ("-2", 1), ("x", 7), ("", 7), (" 5 ", 5)])
 def test_env_settings_are_read_safely(monkeypatch, raw, expected):
     monkeypatch.setenv("ATTN_TEST_INT", raw)
-    assert jobs._env_int("ATTN_TEST_INT", 7) == expected
+    assert env_int("ATTN_TEST_INT", 7) == expected

@@ -26,6 +26,7 @@ import time
 from collections.abc import Callable, Iterator
 from typing import Any
 
+from .settings import env_int
 from .threads import thread_budget
 
 log = logging.getLogger(__name__)
@@ -86,20 +87,12 @@ def default_slots() -> JobSlots:
     return _DEFAULT_SLOTS
 
 
-def _env_int(name: str, default: int) -> int:
-    try:
-        return max(1, int(os.environ.get(name, default)))
-    except ValueError:
-        log.warning("%s=%r is not a whole number; using %d", name, os.environ.get(name), default)
-        return default
-
-
-_DEFAULT_SLOTS = JobSlots(_env_int("ATTN_MAX_TRAINING_JOBS", max(1, (os.cpu_count() or 2) // 2)))
+_DEFAULT_SLOTS = JobSlots(env_int("ATTN_MAX_TRAINING_JOBS", max(1, (os.cpu_count() or 2) // 2)))
 
 
 def default_threads() -> int:
     """CPU threads one job may use: ATTN_THREADS_PER_JOB, else the cores shared among the job slots."""
-    return _env_int("ATTN_THREADS_PER_JOB", max(1, (os.cpu_count() or 2) // _DEFAULT_SLOTS.limit))
+    return env_int("ATTN_THREADS_PER_JOB", max(1, (os.cpu_count() or 2) // _DEFAULT_SLOTS.limit))
 
 
 class BackgroundJob:

@@ -18,6 +18,7 @@ import streamlit as st
 from viz_core import bert_numpy
 from viz_core.attention_result import AttentionResult
 from viz_core.model_policy import ModelPolicy
+from viz_core.settings import env_int
 
 from .caches import ByteBoundedCache
 
@@ -109,14 +110,7 @@ def _qkv_cache() -> ByteBoundedCache:
     return ByteBoundedCache(QKV_CACHE_BYTES)
 
 
-def _slots() -> int:
-    try:
-        return max(1, int(os.environ.get("ATTN_MAX_CONCURRENT_FORWARDS", "") or (os.cpu_count() or 2)))
-    except ValueError:
-        return max(1, os.cpu_count() or 2)
-
-
-_compute_gate = threading.BoundedSemaphore(_slots())
+_compute_gate = threading.BoundedSemaphore(env_int("ATTN_MAX_CONCURRENT_FORWARDS", os.cpu_count() or 2))
 
 
 @contextlib.contextmanager

@@ -27,30 +27,16 @@ import asyncio
 import collections
 import contextlib
 import logging
-import os
 import re
 import threading
+
+from viz_core.settings import env_int
 
 _log = logging.getLogger(__name__)
 
 UNREAD_LIMIT_BYTES = 8 * 2**20   # a websocket client may leave this much of its messages unread, then it is closed
 REAP_SECONDS = 15.0              # how often ended sessions are shut down
 WS_SEND = "websocket.send"
-
-
-def _env_int(name: str, default: int) -> int:
-    """A positive integer from the environment; anything else keeps the default (and says so in the log)."""
-    raw = os.environ.get(name)
-    if raw is None:
-        return default
-    try:
-        value = int(raw)
-        if value > 0:
-            return value
-    except ValueError:
-        pass
-    _log.warning("%s=%r is not a positive whole number: %s is used", name, raw, default)
-    return default
 
 
 # ---------------------------------------------------------------- unread websocket messages
@@ -160,9 +146,9 @@ class UploadLimit:
 
     def __init__(self, app, files: int | None = None, session_mb: int | None = None, total_mb: int | None = None):
         self.app = app
-        self.max_files = files or _env_int("ATTN_MAX_UPLOAD_FILES", 4)
-        self.max_session = (session_mb or _env_int("ATTN_MAX_UPLOAD_MB", 64)) * 2**20
-        self.max_total = (total_mb or _env_int("ATTN_MAX_UPLOADS_TOTAL_MB", 256)) * 2**20
+        self.max_files = files or env_int("ATTN_MAX_UPLOAD_FILES", 4)
+        self.max_session = (session_mb or env_int("ATTN_MAX_UPLOAD_MB", 64)) * 2**20
+        self.max_total = (total_mb or env_int("ATTN_MAX_UPLOADS_TOTAL_MB", 256)) * 2**20
         self._lock = threading.Lock()
         self._in_flight: dict[str, list[int]] = collections.defaultdict(list)  # session -> sizes being received
 

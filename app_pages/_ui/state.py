@@ -187,7 +187,7 @@ def forget_stale_widgets(completed: bool) -> int:
         inner = safe._state                     # SessionState
         metadata = inner._new_widget_state.widget_metadata
         key_to_id, id_to_key = inner._key_id_mapper._key_id_mapping, inner._key_id_mapper._id_key_mapping
-    except AttributeError:  # another Streamlit version: nothing dropped (tests/test_state_memory.py notices)
+    except AttributeError:  # another Streamlit version: nothing dropped (tests/test_serving.py notices)
         _log.warning("forget_stale_widgets: this Streamlit version keeps its widget metadata elsewhere")
         return 0
     with safe._lock:
