@@ -6,7 +6,7 @@ from app_pages import _ui as ui
 from app_pages._ui import attention as data
 from app_pages._ui import importance as importance_view
 from app_pages._ui import models
-from viz_core import head_analysis
+from viz_core.pretrained import head_analysis
 from viz_core.errors import InputError
 from viz_core.plots import attention as plots
 from viz_core.plots.common import placeholder_figure

@@ -11,11 +11,11 @@ from app_pages import _ui as ui
 from app_pages._ui import jobs
 from app_pages._ui import language_model as lu
 from app_pages._ui.language_model import figures as plots
-from viz_core.induction import induction_targets
+from viz_core.lm.induction import induction_targets
 from viz_core.lm import LMConfig, cache_bytes
-from viz_core.lm_generate import cache_difference, generate
-from viz_core.lm_training import LMTrainConfig, probe_ids
-from viz_core.training import pick_device
+from viz_core.lm.generate import cache_difference, generate
+from viz_core.lm.training import LMTrainConfig, probe_ids
+from viz_core.seq2seq.training import pick_device
 
 ui.setup("language_model")  # state under the page's url path; its title in locales/language_model.json,
 # every other string in locales/lm.json

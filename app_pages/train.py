@@ -11,10 +11,10 @@ from app_pages import _ui as ui
 from app_pages._ui import jobs
 from app_pages._ui import train as tu
 from viz_core.errors import InputError, report_unexpected
-from viz_core.model import ModelConfig
+from viz_core.seq2seq.model import ModelConfig
 from viz_core.plots import train as plots
-from viz_core.tasks import TASKS, make_task
-from viz_core.training import (TrainConfig, check_fits, checkpoint_zip, load_checkpoint_files, noam_lr, pick_device,
+from viz_core.seq2seq.tasks import TASKS, make_task
+from viz_core.seq2seq.training import (TrainConfig, check_fits, checkpoint_zip, load_checkpoint_files, noam_lr, pick_device,
                                read_upload)
 
 ui.setup("train")

@@ -39,7 +39,7 @@ def _median(fn, reps: int) -> tuple[float, float]:
 
 
 def bench_ablation(m, reps: int) -> None:
-    from viz_core import ablation as hi
+    from viz_core.pretrained import ablation as hi
     a, b = _sentence(12), "a lazy dog sleeps while the quick brown fox runs"
     n = [len(m.tokenizer(x)["input_ids"]) for x in (a, b)]
     print(f"1. 72 head ablations of {m.name}, pair of {n[0]} + {n[1]} tokens "
@@ -59,7 +59,7 @@ def bench_ablation(m, reps: int) -> None:
 
 
 def bench_attribution(m, reps: int) -> None:
-    from viz_core.attribution import token_attribution
+    from viz_core.pretrained.attribution import token_attribution
     a, b = _sentence(12), "a lazy dog sleeps while the quick brown fox runs"
     for steps in (16, 32, 64):
         wall, cpu = _median(lambda: token_attribution(m, a, b, steps=steps), reps)
@@ -69,7 +69,7 @@ def bench_attribution(m, reps: int) -> None:
 
 
 def bench_long(m) -> None:
-    from viz_core.ablation import head_importance
+    from viz_core.pretrained.ablation import head_importance
     text = _sentence(128)
     wall, cpu = _median(lambda: head_importance(m, text), 3)
     print(f"3. 72 ablations, single text of 128 tokens: {wall:6.3f} s wall  {cpu:6.3f} s CPU")

@@ -22,8 +22,8 @@ import torch
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from viz_core.lm import DecoderLM, LMConfig  # noqa: E402
-from viz_core.lm_generate import cache_difference, time_per_token  # noqa: E402
-from viz_core.lm_training import LMTrainConfig, LMTrainer  # noqa: E402
+from viz_core.lm.generate import cache_difference, time_per_token  # noqa: E402
+from viz_core.lm.training import LMTrainConfig, LMTrainer  # noqa: E402
 
 
 def parse_args() -> argparse.Namespace:

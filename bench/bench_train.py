@@ -21,9 +21,9 @@ from torch import nn
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from viz_core.model import ModelConfig, Seq2SeqTransformer, count_parameters, sinusoidal_table  # noqa: E402
-from viz_core.tasks import PAD, make_task, sample_batch  # noqa: E402
-from viz_core.training import fit_config, label_smoothed_loss, pick_device  # noqa: E402
+from viz_core.seq2seq.model import ModelConfig, Seq2SeqTransformer, count_parameters, sinusoidal_table  # noqa: E402
+from viz_core.seq2seq.tasks import PAD, make_task, sample_batch  # noqa: E402
+from viz_core.seq2seq.training import fit_config, label_smoothed_loss, pick_device  # noqa: E402
 
 
 class TorchSeq2Seq(nn.Module):

@@ -1,4 +1,4 @@
-"""viz_core.attribution: integrated gradients against a plain per-step loop, completeness, and the attention
+"""viz_core.pretrained.attribution: integrated gradients against a plain per-step loop, completeness, and the attention
 comparisons against head_analysis on attention_for's weights. Tiny random models (fixtures of test_pretrained)."""
 from __future__ import annotations
 
@@ -7,8 +7,8 @@ import pytest
 import torch
 
 from tests.test_pretrained import tiny_bert, tiny_gpt2, tiny_t5, tokenizer_dir  # noqa: F401 - shared fixtures
-from viz_core import head_analysis
-from viz_core.attribution import token_attribution
+from viz_core.pretrained import head_analysis
+from viz_core.pretrained.attribution import token_attribution
 from viz_core.errors import InputError
 from viz_core.pretrained import attention_for
 

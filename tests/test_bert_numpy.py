@@ -1,10 +1,11 @@
-"""The packaged MiniLM run in numpy (viz_core.bert_numpy) gives what transformers gives: the same tokens, special
+"""The packaged MiniLM run in numpy (viz_core.pretrained.bert_numpy) gives what transformers gives: the same tokens, special
 and segment masks, truncation and [UNK] counts, and attention weights equal within float32 rounding."""
 import numpy as np
 import pytest
 import torch
 
-from viz_core import bert_numpy, pretrained
+from viz_core import pretrained
+from viz_core.pretrained import bert_numpy
 from viz_core.errors import InputError
 
 CASES = [

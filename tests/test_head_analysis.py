@@ -1,8 +1,8 @@
-"""viz_core.head_analysis: aggregates, rollout, statistics and thumbnails against direct formulas."""
+"""viz_core.pretrained.head_analysis: aggregates, rollout, statistics and thumbnails against direct formulas."""
 import numpy as np
 import pytest
 
-from viz_core import head_analysis as ha
+from viz_core.pretrained import head_analysis as ha
 
 rng = np.random.default_rng(0)
 

@@ -6,11 +6,11 @@ import torch
 import torch.nn.functional as F
 
 from viz_core.errors import InputError
-from viz_core.induction import (half_losses, head_scores, induction_score, induction_targets, previous_token_score,
+from viz_core.lm.induction import (half_losses, head_scores, induction_score, induction_targets, previous_token_score,
                                 repeated_tokens)
 from viz_core.lm import DecoderLM, LMConfig, cache_bytes
-from viz_core.lm_generate import cache_difference, generate, sampling_probs, time_per_token
-from viz_core.lm_training import LMTrainConfig, LMTrainer, Tokenizer, load_lm, load_lm_files, lm_checkpoint_files
+from viz_core.lm.generate import cache_difference, generate, sampling_probs, time_per_token
+from viz_core.lm.training import LMTrainConfig, LMTrainer, Tokenizer, load_lm, load_lm_files, lm_checkpoint_files
 
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")  # small models: one torch thread

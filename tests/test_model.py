@@ -5,7 +5,7 @@ import math
 import pytest
 import torch
 
-from viz_core.model import ModelConfig, Seq2SeqTransformer, capture_names, count_parameters, sinusoidal_table
+from viz_core.seq2seq.model import ModelConfig, Seq2SeqTransformer, capture_names, count_parameters, sinusoidal_table
 
 PAD = 0
 

@@ -14,9 +14,10 @@ import torch
 from huggingface_hub.errors import LocalEntryNotFoundError, RepositoryNotFoundError
 from transformers import AutoTokenizer, BertConfig, BertModel
 
-from viz_core import errors, i18n, pretrained
+from viz_core import errors, i18n
+from viz_core.pretrained import load as pretrained
 from viz_core.errors import InputError
-from viz_core.model_policy import (DEFAULT_ALLOWED, ENV, ModelPolicy, folder_files, is_hub_id, side_files,
+from viz_core.pretrained.policy import (DEFAULT_ALLOWED, ENV, ModelPolicy, folder_files, is_hub_id, side_files,
                                    weight_files)
 
 MB = 10 ** 6
@@ -104,7 +105,7 @@ def test_environment_variables_and_secrets_table():
 @pytest.mark.parametrize("key, value", [("allow_local", "maybe"), ("allow_any_hub", "2"), ("max_model_mb", "lots"),
                                         ("max_model_mb", "-5")])
 def test_unreadable_settings_keep_the_safe_default(key, value, caplog):
-    with caplog.at_level(logging.WARNING, logger="viz_core.model_policy"):
+    with caplog.at_level(logging.WARNING, logger="viz_core.pretrained.policy"):
         p = ModelPolicy.from_settings(env={ENV[key]: value}, secrets={})
     assert p == ModelPolicy() and p.notes and key in caplog.text
 
@@ -274,7 +275,7 @@ def test_load_failures_are_logged_with_the_library_message(monkeypatch, tmp_path
     odd.mkdir()
     (odd / "config.json").write_text(json.dumps({"model_type": "no_such_architecture"}))
     (odd / "model.safetensors").write_bytes(b"x")
-    with caplog.at_level(logging.WARNING, logger="viz_core.pretrained"):
+    with caplog.at_level(logging.WARNING, logger="viz_core.pretrained.load"):
         _refusal(str(odd), ModelPolicy(allow_local=True))
     assert "no_such_architecture" in caplog.text and "Traceback" in caplog.text
 

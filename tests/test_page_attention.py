@@ -117,7 +117,7 @@ def test_server_folder_is_refused_in_chinese_without_the_path(monkeypatch, path)
 
 def test_model_off_the_allowlist_is_refused_in_chinese(monkeypatch):
     monkeypatch.delenv("ATTN_ALLOW_ANY_HUB_MODEL", raising=False)
-    monkeypatch.setattr("viz_core.pretrained._hub_listing", lambda *a: pytest.fail("no metadata call for it"))
+    monkeypatch.setattr("viz_core.pretrained.load._hub_listing", lambda *a: pytest.fail("no metadata call for it"))
     at = run_page("attention", {"lang": "zh", "model": "meta-llama/Llama-2-70b-hf"})
     assert_clean(at)
     text = at.error[0].value

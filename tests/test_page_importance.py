@@ -59,7 +59,7 @@ def test_importance_csv_download_holds_every_head():
     csv = next(b for b in at.get("download_button") if "importance map (CSV)" in b.proto.label)
     assert csv.proto.label  # the file itself is built by viz_core-backed helpers, checked below
     from app_pages._ui.importance import importance_csv
-    from viz_core.ablation import head_importance
+    from viz_core.pretrained.ablation import head_importance
     from viz_core.pretrained import load_model
     text = importance_csv(head_importance(load_model(), "The cat sat on the mat."))
     assert len(text.strip().splitlines()) == 1 + 6 * 12

@@ -3,7 +3,7 @@ the attention colour scale and the first head shown (issue #11)."""
 import numpy as np
 import pytest
 
-from viz_core import head_analysis
+from viz_core.pretrained import head_analysis
 from viz_core.plots import attention as att_plots
 from viz_core.plots import lm as lm_plots
 from viz_core.plots import mechanics as mech_plots

@@ -6,9 +6,9 @@ import pytest
 import torch
 from transformers import AutoTokenizer, BertConfig, BertModel, GPT2Config, GPT2Model, T5Config, T5Model
 
-from viz_core import pretrained
+from viz_core.pretrained import load as pretrained
 from viz_core.errors import InputError
-from viz_core.model_policy import ModelPolicy
+from viz_core.pretrained.policy import ModelPolicy
 
 LOCAL = ModelPolicy(allow_local=True)  # tiny models saved to temporary folders
 

@@ -16,7 +16,7 @@ from transformers import AutoTokenizer, BertConfig, BertModel
 
 from viz_core import pretrained
 from viz_core.hooks import thread_hooks
-from viz_core.model_policy import ModelPolicy
+from viz_core.pretrained.policy import ModelPolicy
 
 WORDS = "the cat sat on a mat while seven dogs ran past an old red barn near the river".split()
 

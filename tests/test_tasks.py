@@ -5,7 +5,7 @@ import pytest
 
 from viz_core.errors import InputError
 from viz_core import i18n
-from viz_core.tasks import (BOS, EOS, PAD, TASKS, RangeNote, Vocab, days_in_month, encode_batch, is_heldout,
+from viz_core.seq2seq.tasks import (BOS, EOS, PAD, TASKS, RangeNote, Vocab, days_in_month, encode_batch, is_heldout,
                            make_task, sample_batch)
 
 

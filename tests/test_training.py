@@ -12,11 +12,11 @@ import torch
 import torch.nn.functional as F
 
 import viz_core
-from viz_core import training
+from viz_core.seq2seq import training
 from viz_core.errors import InputError
-from viz_core.model import ModelConfig, Seq2SeqTransformer, count_parameters
-from viz_core.tasks import EOS, PAD, make_task, sample_batch
-from viz_core.training import (TrainConfig, Trainer, check_fits, checkpoint_files, checkpoint_zip, greedy_decode,
+from viz_core.seq2seq.model import ModelConfig, Seq2SeqTransformer, count_parameters
+from viz_core.seq2seq.tasks import EOS, PAD, make_task, sample_batch
+from viz_core.seq2seq.training import (TrainConfig, Trainer, check_fits, checkpoint_files, checkpoint_zip, greedy_decode,
                                label_smoothed_loss, load_checkpoint, load_checkpoint_files, noam_lr, pick_device,
                                read_upload, sequence_scores, teacher_forced_exact)
 

@@ -15,7 +15,7 @@ import pytest
 
 from viz_core import i18n, uploads
 from viz_core.errors import InputError
-from viz_core.training import (MAX_CHECKPOINT_BYTES, checkpoint_files, load_checkpoint, load_checkpoint_files,
+from viz_core.seq2seq.training import (MAX_CHECKPOINT_BYTES, checkpoint_files, load_checkpoint, load_checkpoint_files,
                                read_upload)
 
 SHIPPED = Path(__file__).resolve().parents[1] / "viz_core" / "checkpoints" / "reverse"

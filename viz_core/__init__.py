@@ -1,6 +1,6 @@
 """Attention Explorer's model package: math, model loading and figure builders. Never imports streamlit.
 
-The public API (see README) is re-exported lazily so that `import viz_core` stays cheap:
+The public API (docs/api.md) is re-exported lazily so that `import viz_core` stays cheap:
 torch and transformers are imported only by the modules that need them.
 """
 from __future__ import annotations
@@ -24,14 +24,14 @@ _EXPORTS = {
     "Adam": "optimizers",
     "load_model": "pretrained",
     "attention_for": "pretrained",
-    "head_importance": "ablation",
-    "HeadImportance": "ablation",
-    "token_attribution": "attribution",
-    "TokenAttribution": "attribution",
-    "load_checkpoint": "training",
-    "ModelPolicy": "model_policy",
+    "head_importance": "pretrained.ablation",
+    "HeadImportance": "pretrained.ablation",
+    "token_attribution": "pretrained.attribution",
+    "TokenAttribution": "pretrained.attribution",
+    "load_checkpoint": "seq2seq.training",
+    "ModelPolicy": "pretrained.policy",
     "thread_budget": "threads",
-    "load_lm": "lm_training",
+    "load_lm": "lm.training",
 }
 
 __all__ = sorted(_EXPORTS)

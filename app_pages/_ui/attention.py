@@ -7,8 +7,8 @@ import io
 import numpy as np
 import streamlit as st
 
-from viz_core import head_analysis
-from viz_core.attention_result import AttentionResult
+from viz_core.pretrained import head_analysis
+from viz_core.pretrained.result import AttentionResult
 
 from . import models
 

@@ -12,7 +12,7 @@ import numpy as np
 import streamlit as st
 
 import app_pages._ui as ui
-from viz_core import head_analysis
+from viz_core.pretrained import head_analysis
 from viz_core.errors import InputError
 from viz_core.plots import attention as attention_plots
 from viz_core.plots import importance as plots
@@ -20,8 +20,8 @@ from viz_core.plots import importance as plots
 from . import models
 
 if TYPE_CHECKING:  # torch: imported when the view is opened (see importance(), attribution())
-    from viz_core.ablation import HeadImportance
-    from viz_core.attribution import TokenAttribution
+    from viz_core.pretrained.ablation import HeadImportance
+    from viz_core.pretrained.attribution import TokenAttribution
 
 METHODS = ("zero", "mean")
 PEAK_STATS = ("max", "entropy")
@@ -43,8 +43,8 @@ class Input:
 # ---------------------------------------------------------------- cached numbers
 @st.cache_data(show_spinner=False, max_entries=32)
 def importance(name: str, kind: str, text: str, pair: str, target: str, part: str, method: str) -> HeadImportance:
-    """All L x H ablations of one input (see viz_core.ablation)."""
-    from viz_core.ablation import head_importance  # torch: imported when this view is opened, not with the page
+    """All L x H ablations of one input (see viz_core.pretrained.ablation)."""
+    from viz_core.pretrained.ablation import head_importance  # torch: imported when this view is opened, not with the page
 
     loaded = models.model(name)
     with models.heavy():
@@ -53,7 +53,7 @@ def importance(name: str, kind: str, text: str, pair: str, target: str, part: st
 
 @st.cache_data(show_spinner=False, max_entries=32)
 def attribution(name: str, kind: str, text: str, pair: str, target: str, steps: int) -> TokenAttribution:
-    from viz_core.attribution import token_attribution  # torch, as above
+    from viz_core.pretrained.attribution import token_attribution  # torch, as above
 
     loaded = models.model(name)
     with models.heavy():

@@ -11,8 +11,8 @@ import torch
 
 from viz_core.errors import InputError, report_unexpected
 from viz_core.lm import DecoderLM, LMConfig
-from viz_core.lm_generate import time_per_token
-from viz_core.lm_training import LanguageModel, LMTrainConfig, LMTrainer, load_lm, probe_ids
+from viz_core.lm.generate import time_per_token
+from viz_core.lm.training import LanguageModel, LMTrainConfig, LMTrainer, load_lm, probe_ids
 from viz_core.plots import lm as plots
 from viz_core.threads import thread_budget
 

@@ -1,6 +1,6 @@
 """Cached access to pretrained models, shared by every session (read-only: eval mode, inference only).
 
-The packaged model's attention comes from its numpy forward pass (viz_core.bert_numpy): a page that only shows
+The packaged model's attention comes from its numpy forward pass (viz_core.pretrained.bert_numpy): a page that only shows
 attention never imports torch or transformers (about 3 s of a cold start). The transformers model loads when a view
 needs the model itself (head importance, Q / K / V, position embeddings); from then on the numpy path reads that
 model's parameters, so the server holds one copy of the weights.
@@ -15,9 +15,9 @@ from typing import TYPE_CHECKING
 import numpy as np
 import streamlit as st
 
-from viz_core import bert_numpy
-from viz_core.attention_result import AttentionResult
-from viz_core.model_policy import ModelPolicy
+from viz_core.pretrained import bert_numpy
+from viz_core.pretrained.result import AttentionResult
+from viz_core.pretrained.policy import ModelPolicy
 from viz_core.settings import env_int
 
 from .caches import ByteBoundedCache

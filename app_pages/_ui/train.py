@@ -9,9 +9,9 @@ from pathlib import Path
 import streamlit as st
 
 from viz_core.errors import InputError
-from viz_core.model import ModelConfig
-from viz_core.tasks import Task
-from viz_core.training import Trainer, TrainConfig, Translator, check_fits, load_checkpoint
+from viz_core.seq2seq.model import ModelConfig
+from viz_core.seq2seq.tasks import Task
+from viz_core.seq2seq.training import Trainer, TrainConfig, Translator, check_fits, load_checkpoint
 
 from . import jobs
 

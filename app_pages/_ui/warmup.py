@@ -1,5 +1,5 @@
 """Warm-up once per server process, in a background thread:
-1. the packaged model in numpy (viz_core.bert_numpy, no torch) and the attention of the Attention page's default
+1. the packaged model in numpy (viz_core.pretrained.bert_numpy, no torch) and the attention of the Attention page's default
    sentences, so a first visit finds its heatmap computed;
 2. plotly's import;
 3. then, once a visitor's first page has run, torch, transformers and the transformers model for the views that

@@ -13,7 +13,7 @@ import pytest
 from tests.browser.conftest import (assert_no_exception, choose, open_tab, pick, screenshot, the_open_tab,
                                     wait_done)
 from viz_core import i18n
-from viz_core.training import checkpoint_files, load_checkpoint
+from viz_core.seq2seq.training import checkpoint_files, load_checkpoint
 
 pytestmark = pytest.mark.browser
 

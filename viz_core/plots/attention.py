@@ -9,7 +9,7 @@ from typing import Sequence
 import numpy as np
 import plotly.graph_objects as go
 
-from ..head_analysis import thumbnail
+from ..pretrained.head_analysis import thumbnail
 from .common import LINE_COLOURS, PROB_SCALE, matrix_heatmap, plain, tick_labels
 
 _LINE_VIEW_TEMPLATE = Path(__file__).with_name("line_view.html")

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from .errors import InputError
+from ..errors import InputError
 
 DEFAULT_MODEL = "sentence-transformers/all-MiniLM-L6-v2"
 MAX_CHARS = 20_000          # longer text is cut before tokenising (the model sees at most 512 tokens anyway)

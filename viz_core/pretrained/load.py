@@ -19,10 +19,10 @@ from urllib.parse import urlparse
 import numpy as np
 import torch
 
-from .attention_result import DEFAULT_MODEL, DISPLAY_TOKEN_LIMIT, MAX_CHARS, AttentionResult, clean_text  # noqa: F401
-from .errors import InputError
-from .hooks import thread_hooks
-from .model_policy import ModelPolicy, folder_files, is_hub_id
+from .result import DEFAULT_MODEL, DISPLAY_TOKEN_LIMIT, MAX_CHARS, AttentionResult, clean_text  # noqa: F401
+from ..errors import InputError
+from ..hooks import thread_hooks
+from .policy import ModelPolicy, folder_files, is_hub_id
 
 _CAUSAL_TYPES = {"gpt2", "gpt_neo", "gptj", "gpt_neox", "gpt_bigcode", "llama", "mistral", "mixtral", "qwen2",
                  "qwen3", "opt", "bloom", "falcon", "phi", "phi3", "gemma", "gemma2", "olmo", "stablelm", "codegen",

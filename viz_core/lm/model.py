@@ -18,8 +18,8 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from .attention import MultiHeadAttention, scaled_dot_product_attention
-from .masks import causal_mask
+from ..attention import MultiHeadAttention, scaled_dot_product_attention
+from ..masks import causal_mask
 
 
 @dataclass

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from .errors import InputError
+from ..errors import InputError
 
 SPECIALS = ("<pad>", "<bos>", "<eos>")
 PAD, BOS, EOS = 0, 1, 2

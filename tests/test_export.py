@@ -1,0 +1,47 @@
+"""viz_core.export: CSV read back with the csv module (quoting, numbers, labels) and NPZ read back with numpy."""
+import csv
+import io
+
+import numpy as np
+import pytest
+
+from viz_core import export
+
+
+def read(text: str) -> list[list[str]]:
+    return list(csv.reader(io.StringIO(text)))
+
+
+def test_csv_quotes_what_would_split_a_row():
+    text = export.csv_text(["token", "p"], [['a,b', 0.5], ['say "hi"', 1], ["line\nbreak", None]])
+    assert read(text) == [["token", "p"], ["a,b", "0.5"], ['say "hi"', "1"], ["line\nbreak", ""]]
+
+
+def test_numbers_keep_seven_significant_digits_and_integers_stay_integers():
+    row = read(export.csv_text(["a", "b", "c", "d"], [[np.float32(1 / 3), 2.0e-12, np.int64(7), np.bool_(True)]]))[1]
+    assert row == ["0.3333333", "2e-12", "7", "1"]
+    assert abs(float(row[0]) - 1 / 3) < 1e-7
+
+
+def test_columns_and_records_give_the_same_file():
+    cols = export.columns_csv({"step": [1, 2], "loss": [0.5, 0.25]})
+    recs = export.records_csv([{"step": 1, "loss": 0.5}, {"step": 2, "loss": 0.25}])
+    assert cols == recs == "step,loss\n1,0.5\n2,0.25\n"
+    assert read(export.records_csv([{"a": 1}, {"b": 2}], header=["a", "b"])) == [["a", "b"], ["1", ""], ["", "2"]]
+    with pytest.raises(ValueError):
+        export.columns_csv({"a": [1, 2], "b": [1]})
+
+
+def test_matrix_rows_are_queries_with_unique_labels():
+    m = np.array([[0.25, 0.75], [1.0, 0.0]], dtype=np.float32)
+    rows = read(export.matrix_csv(m, ["the", "the"], ["the", "<b>"]))
+    assert rows[0] == ["query \\ key", "0:the", "1:<b>"]
+    assert [r[0] for r in rows[1:]] == ["0:the", "1:the"]
+    assert np.allclose(np.array([[float(v) for v in r[1:]] for r in rows[1:]]), m)
+
+
+def test_npz_round_trip_keeps_arrays_and_strings():
+    data = export.npz_bytes(weights=np.arange(6, dtype=np.float32).reshape(2, 3), tokens=["a", "中"])
+    with np.load(io.BytesIO(data)) as z:
+        assert z["weights"].dtype == np.float32 and z["weights"].tolist() == [[0, 1, 2], [3, 4, 5]]
+        assert z["tokens"].tolist() == ["a", "中"]

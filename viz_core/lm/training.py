@@ -1,0 +1,461 @@
+"""Training the decoder-only LM: a trainer that yields metrics (and knows nothing of a UI), the trained
+LanguageModel with its tokenizer, and checkpoints (safetensors + JSON, never pickle).
+
+Two tasks:
+    induction   random tokens whose end repeats a segment (viz_core.induction); the story of Olsson et al. 2022
+    chars       next character of our own bilingual corpus (viz_core.lm_corpus)
+
+    trainer = LMTrainer(LMTrainConfig(task="induction", max_seconds=60))
+    for m in trainer.run():               # an LMMetrics every few steps; the caller draws them
+        print(m.step, m.first_loss, m.repeat_loss, m.induction)
+    lm = trainer.language_model()
+    lm.attention("3 14 15 9 3 14 15 9").weights      # (layers, heads, N, N)
+"""
+from __future__ import annotations
+
+import json
+import math
+import time
+from collections.abc import Iterator
+from dataclasses import asdict, dataclass, fields
+from pathlib import Path
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+
+from ..device import pick_device
+from ..errors import InputError
+from .induction import half_losses, head_scores, repeated_tokens
+from .model import DecoderLM, LMConfig, count_parameters
+from .corpus import bilingual_corpus
+from ..threads import thread_budget
+
+TASKS = ("induction", "chars")
+STOP_REASONS = ("time", "steps", "target", "stopped", "nan")
+
+
+# ---------------------------------------------------------------- configuration
+@dataclass
+class LMTrainConfig:
+    """Loop and optimiser settings. Defaults: the induction run that forms its heads within a minute on one core."""
+    task: str = "induction"          # "induction" or "chars"
+    batch_size: int = 32             # sequences per step
+    lr: float = 1e-3                 # AdamW learning rate (constant)
+    weight_decay: float = 0.01       # AdamW decoupled weight decay
+    max_seconds: float = 60.0        # training-time budget (evaluation excluded)
+    max_steps: int | None = None     # optional step budget
+    target_induction: float | None = None  # stop once the best induction score reaches this (None: never)
+    half: int = 20                   # induction: a sequence holds 2 * half tokens
+    min_repeat: int = 10             # induction: the repeated segment is min_repeat..half tokens long
+    context: int = 96                # chars: tokens per training window
+    eval_every: int = 50             # steps between evaluations (scores, held-out loss, snapshot)
+    eval_size: int = 32              # sequences per evaluation
+    log_every: int = 10              # steps between yielded metrics
+    max_snapshots: int = 30          # attention snapshots kept (the least changing ones are dropped)
+    seed: int = 0                    # seeds data and initialisation
+    force_cpu: bool = False          # train on the CPU even when a GPU is present
+    threads: int | None = 1          # torch CPU threads while training (None: torch's default)
+
+    def __post_init__(self):
+        if self.task not in TASKS:
+            raise ValueError(f"task must be one of {TASKS}")
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: dict) -> "LMTrainConfig":
+        return cls(**{k: v for k, v in data.items() if k in {f.name for f in fields(cls)}})
+
+
+def default_model_config(train_cfg: LMTrainConfig, vocab: int) -> LMConfig:
+    """Induction: 2 layers x 4 heads, attention-only (the two-head circuit needs no MLP). Chars: with an MLP."""
+    if train_cfg.task == "induction":
+        return LMConfig(vocab=vocab, max_len=2 * train_cfg.half)
+    return LMConfig(vocab=vocab, d_ff=256, max_len=train_cfg.context)
+
+
+# ---------------------------------------------------------------- tokenizer
+SPACE_SHOWN = "␣"
+
+
+@dataclass
+class Tokenizer:
+    """kind "ids": text is space-separated token numbers "3 14 15"; kind "chars": one token per character."""
+    kind: str
+    itos: list[str]
+
+    @classmethod
+    def for_task(cls, train_cfg: LMTrainConfig, vocab: int = 64) -> "Tokenizer":
+        if train_cfg.task == "induction":
+            return cls("ids", [str(i) for i in range(vocab)])
+        return cls("chars", sorted(set(bilingual_corpus())))
+
+    @property
+    def size(self) -> int:
+        return len(self.itos)
+
+    def encode(self, text: str) -> list[int]:
+        """Token ids of a text; InputError for an empty text or a token outside the vocabulary."""
+        if not text.strip():
+            raise InputError("lm.empty_text", "type some text first")
+        parts = text.split() if self.kind == "ids" else list(text)
+        index = {s: i for i, s in enumerate(self.itos)}
+        for p in parts:
+            if p not in index:
+                raise InputError("lm.unknown_token", f"the model does not know {p!r}", token=p,
+                                 hint=self._hint())
+        return [index[p] for p in parts]
+
+    def decode(self, ids) -> str:
+        sep = " " if self.kind == "ids" else ""
+        return sep.join(self.itos[i] for i in ids)
+
+    def labels(self, ids) -> list[str]:
+        """Display strings of tokens (a space shows as ␣, a newline as ⏎)."""
+        return [self.itos[i].replace(" ", SPACE_SHOWN).replace("\n", "⏎") for i in ids]
+
+    def _hint(self) -> str:
+        return f"0–{self.size - 1}" if self.kind == "ids" else "".join(self.itos[:40])
+
+
+# ---------------------------------------------------------------- records
+@dataclass
+class LMMetrics:
+    """One progress record. first/repeat losses and scores come from the last evaluation (None before it)."""
+    step: int
+    seconds: float
+    loss: float                          # training loss, mean over the steps since the last record
+    tokens_per_s: float
+    first_loss: float | None = None      # induction: loss on the unpredictable tokens
+    repeat_loss: float | None = None     # induction: loss on the repeated tokens (in-context)
+    prev_token: float | None = None      # induction: best previous-token score over heads
+    induction: float | None = None       # induction: best induction score over heads
+    val_loss: float | None = None        # chars: held-out loss
+    evaluated: bool = False
+    done: bool = False
+    reason: str | None = None
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+@dataclass
+class LMSnapshot:
+    """State of the heads at one step: scores (L, H) and the probe's attention maps (L, H, N, N)."""
+    step: int
+    prev: np.ndarray
+    induction: np.ndarray
+    maps: np.ndarray
+
+
+# ---------------------------------------------------------------- trainer
+class LMTrainer:
+    """Trains a DecoderLM; run() yields LMMetrics until a budget is spent or a stop is requested."""
+
+    def __init__(self, train_cfg: LMTrainConfig | None = None, model_cfg: LMConfig | None = None,
+                 device: torch.device | str | None = None):
+        self.train_cfg = cfg = train_cfg or LMTrainConfig()
+        vocab = model_cfg.vocab if model_cfg is not None else 64
+        self.tokenizer = Tokenizer.for_task(cfg, vocab)
+        self.model_cfg = model_cfg or default_model_config(cfg, self.tokenizer.size)
+        self.device = torch.device(device) if device is not None else pick_device(cfg.force_cpu)
+        torch.manual_seed(cfg.seed)
+        self.model = DecoderLM(self.model_cfg).to(self.device)
+        self.opt = torch.optim.AdamW(self.model.parameters(), lr=cfg.lr, weight_decay=cfg.weight_decay)
+        self.gen = torch.Generator().manual_seed(cfg.seed)
+        self.data = _CharData(self.tokenizer, cfg.context) if cfg.task == "chars" else None
+        self.probe = probe_ids(cfg, self.tokenizer)
+        self.step, self.seconds, self.tokens = 0, 0.0, 0
+        self.history: list[dict] = []
+        self.snapshots: list[LMSnapshot] = []
+        self.reason: str | None = None
+        self._stop = False
+        self._last_eval: dict = {}
+
+    @property
+    def done(self) -> bool:
+        return self.reason is not None
+
+    @property
+    def n_params(self) -> int:
+        return count_parameters(self.model)
+
+    def request_stop(self) -> None:
+        """Ask run() to stop after the current step (safe from another thread)."""
+        self._stop = True
+
+    def run(self) -> Iterator[LMMetrics]:
+        """Train; yield a record every log_every steps and after each evaluation; the last one has done=True."""
+        if self.step == 0:
+            self._evaluate()
+        window: list[float] = []
+        budget = self.train_cfg.threads if self.device.type == "cpu" else None
+        while not self.done:
+            with thread_budget(budget):
+                window.append(self._train_step())
+                self.reason = self._check_stop(window[-1])
+                evaluated = self.step % self.train_cfg.eval_every == 0 or self.done
+                if evaluated and self.reason != "nan":
+                    self._evaluate()
+            if evaluated or self.step % self.train_cfg.log_every == 0:
+                yield self._record(window, evaluated)
+                window = []
+
+    def language_model(self) -> "LanguageModel":
+        """The trained model (a CPU copy in eval mode) with tokenizer, curves, snapshots and run info."""
+        model = DecoderLM(self.model_cfg)
+        model.load_state_dict({k: v.detach().cpu() for k, v in self.model.state_dict().items()})
+        info = {"steps": self.step, "seconds": round(self.seconds, 1), "device": self.device.type,
+                "reason": self.reason, "params": self.n_params}
+        return LanguageModel(model.eval(), self.tokenizer, self.train_cfg, list(self.history),
+                             list(self.snapshots), info)
+
+    # -- internals
+    def _batch(self, size: int, generator: torch.Generator):
+        if self.data is not None:
+            return self.data.batch(size, generator), None
+        half, vocab = self.train_cfg.half, self.model_cfg.vocab
+        return repeated_tokens(size, half, vocab, generator, self.train_cfg.min_repeat)
+
+    def _train_step(self) -> float:
+        t0 = time.perf_counter()
+        self.model.train()
+        ids, _ = self._batch(self.train_cfg.batch_size, self.gen)
+        ids = ids.to(self.device)  # (B, N)
+        logits, _ = self.model(ids)  # (B, N, V)
+        loss = F.cross_entropy(logits[:, :-1].reshape(-1, logits.shape[-1]), ids[:, 1:].reshape(-1))
+        self.opt.zero_grad(set_to_none=True)
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(self.model.parameters(), 1.0)
+        self.opt.step()
+        self.step += 1
+        self.tokens += ids.numel()
+        self.seconds += time.perf_counter() - t0
+        return loss.item()
+
+    def _check_stop(self, loss: float) -> str | None:
+        cfg = self.train_cfg
+        if not math.isfinite(loss):
+            return "nan"
+        if self._stop:
+            return "stopped"
+        if cfg.max_steps is not None and self.step >= cfg.max_steps:
+            return "steps"
+        if self.seconds >= cfg.max_seconds:
+            return "time"
+        return None
+
+    @torch.no_grad()
+    def _evaluate(self) -> None:
+        self.model.eval()
+        if self.data is not None:
+            ids = self.data.heldout(self.train_cfg.eval_size).to(self.device)  # (B, N)
+            logits, _ = self.model(ids)
+            loss = F.cross_entropy(logits[:, :-1].reshape(-1, logits.shape[-1]), ids[:, 1:].reshape(-1))
+            self._last_eval = {"val_loss": loss.item()}
+        else:
+            self._last_eval = self._evaluate_induction()
+        self._snapshot()
+
+    def _evaluate_induction(self) -> dict:
+        cfg = self.train_cfg
+        gen = torch.Generator().manual_seed(10_000 + cfg.seed)
+        ids, repeated = repeated_tokens(cfg.eval_size, cfg.half, self.model_cfg.vocab, gen)  # fixed half
+        logits, maps = self.model(ids.to(self.device), capture=True)
+        first, rep = half_losses(logits.cpu(), ids, repeated)
+        weights = stack_maps(maps, self.model_cfg.n_layers).transpose(1, 0, 2, 3, 4)  # (B, L, H, N, N)
+        prev, ind = head_scores(weights, ids.tolist())  # (L, H) each
+        self._scores = (prev, ind)
+        return {"first_loss": first.item(), "repeat_loss": rep.item(), "prev_token": float(prev.max()),
+                "induction": float(ind.max()), "prev_map": prev.round(4).tolist(), "ind_map": ind.round(4).tolist()}
+
+    def _snapshot(self) -> None:
+        """Induction: scores and the probe's attention at this step. Beyond max_snapshots, the snapshot that differs
+        least from the one before it goes, so the phase change stays densely sampled and the plateaus thin out."""
+        if self.data is not None:
+            return  # the character model keeps no snapshots
+        _, maps = self.model(torch.tensor([self.probe], device=self.device), capture=True)
+        weights = stack_maps(maps, self.model_cfg.n_layers)[:, 0].astype(np.float16)  # (L, H, N, N)
+        prev, ind = getattr(self, "_scores", (np.zeros(weights.shape[:2]),) * 2)
+        self.snapshots.append(LMSnapshot(self.step, np.asarray(prev), np.asarray(ind), weights))
+        if len(self.snapshots) > self.train_cfg.max_snapshots:
+            del self.snapshots[least_change(self.snapshots, self.train_cfg.eval_every)]
+
+    def _record(self, window: list[float], evaluated: bool) -> LMMetrics:
+        loss = float(np.mean(window)) if window else float("nan")
+        scalars = {k: v for k, v in self._last_eval.items() if not k.endswith("_map")}
+        m = LMMetrics(self.step, self.seconds, loss, self.tokens / max(self.seconds, 1e-9), **scalars,
+                      evaluated=evaluated, done=self.done, reason=self.reason)
+        row = m.to_dict()
+        if evaluated:
+            row |= {k: v for k, v in self._last_eval.items() if k.endswith("_map")}
+        self.history.append(row)
+        return m
+
+
+def least_change(snaps: list[LMSnapshot], eval_every: int) -> int:
+    """Index (never the first or the last) of the snapshot whose head scores moved least since the one before;
+    a small cost for the step gap its removal would leave keeps the plateaus from emptying out entirely."""
+    def cost(i: int) -> float:
+        a, b = snaps[i - 1], snaps[i]
+        moved = np.abs(b.prev - a.prev).sum() + np.abs(b.induction - a.induction).sum()
+        return float(moved) + 0.01 * (snaps[i + 1].step - snaps[i - 1].step) / eval_every
+    return min(range(1, len(snaps) - 1), key=cost)
+
+
+def stack_maps(maps: dict, n_layers: int) -> np.ndarray:
+    """Captured {"blocks.i.attn": (B, H, N, N)} -> numpy (L, B, H, N, N)."""
+    return torch.stack([maps[f"blocks.{i}.attn"] for i in range(n_layers)]).float().cpu().numpy()
+
+
+def probe_ids(train_cfg: LMTrainConfig, tokenizer: Tokenizer) -> list[int]:
+    """The example whose attention the snapshots keep: a repeated random sequence, or a corpus line."""
+    if train_cfg.task == "induction":
+        ids, _ = repeated_tokens(1, train_cfg.half, tokenizer.size, torch.Generator().manual_seed(7))
+        return ids[0].tolist()
+    return tokenizer.encode(bilingual_corpus().splitlines()[0][: train_cfg.context])
+
+
+class _CharData:
+    """Random windows of the corpus: the first 90 % for training, the rest held out."""
+
+    def __init__(self, tokenizer: Tokenizer, context: int):
+        ids = torch.tensor(tokenizer.encode(bilingual_corpus()))  # (T,)
+        cut = int(0.9 * len(ids))
+        self.train, self.test, self.context = ids[:cut], ids[cut:], context
+
+    def batch(self, size: int, generator: torch.Generator, source: torch.Tensor | None = None) -> torch.Tensor:
+        source = self.train if source is None else source
+        starts = torch.randint(0, len(source) - self.context, (size,), generator=generator)  # (B,)
+        return torch.stack([source[s: s + self.context] for s in starts.tolist()])  # (B, context)
+
+    def heldout(self, size: int) -> torch.Tensor:
+        return self.batch(size, torch.Generator().manual_seed(1234), self.test)
+
+
+# ---------------------------------------------------------------- the trained model
+@dataclass
+class LMAttention:
+    tokens: list[str]        # display labels of the tokens
+    weights: np.ndarray      # float32 (layers, heads, N, N), causal: rows sum to 1, zeros above the diagonal
+
+
+class LanguageModel:
+    """A trained DecoderLM with its tokenizer, training curves, snapshots and run info (eval mode, CPU)."""
+
+    def __init__(self, model: DecoderLM, tokenizer: Tokenizer, train_cfg: LMTrainConfig,
+                 history: list[dict] | None = None, snapshots: list[LMSnapshot] | None = None,
+                 info: dict | None = None):
+        self.model, self.tokenizer, self.train_cfg = model.eval(), tokenizer, train_cfg
+        self.history, self.snapshots, self.info = history or [], snapshots or [], info or {}
+
+    @property
+    def config(self) -> LMConfig:
+        return self.model.cfg
+
+    @property
+    def task(self) -> str:
+        return self.train_cfg.task
+
+    def encode(self, text: str) -> list[int]:
+        """Token ids, checked against the vocabulary and the context length (InputError otherwise)."""
+        ids = self.tokenizer.encode(text)
+        if len(ids) > self.config.max_len:
+            raise InputError("lm.too_long", f"{len(ids)} tokens; at most {self.config.max_len}",
+                             n=len(ids), max=self.config.max_len)
+        return ids
+
+    @torch.inference_mode()
+    def attention(self, text: str) -> LMAttention:
+        """Causal attention weights of every layer and head for a text: (layers, heads, N, N)."""
+        ids = self.encode(text)
+        _, maps = self.model(torch.tensor([ids]), capture=True)
+        return LMAttention(self.tokenizer.labels(ids), stack_maps(maps, self.config.n_layers)[:, 0])
+
+    def head_scores(self, text: str) -> tuple[np.ndarray, np.ndarray]:
+        """(previous-token, induction) score of every head on a text: two (layers, heads) arrays."""
+        ids = self.encode(text)
+        return head_scores(self.attention(text).weights, ids)
+
+    @torch.inference_mode()
+    def logits(self, text: str) -> np.ndarray:
+        """Next-token logits at every position: (N, V)."""
+        logits, _ = self.model(torch.tensor([self.encode(text)]))
+        return logits[0].numpy()
+
+    def save(self, out_dir: str | Path, dtype: str = "float32") -> Path:
+        return save_lm(self, out_dir, dtype)
+
+
+# ---------------------------------------------------------------- checkpoints (safetensors + JSON, never pickle)
+LM_FORMAT = "attention-explorer/lm-checkpoint/1"
+WEIGHTS, CONFIG, SNAPSHOTS = "model.safetensors", "config.json", "snapshots.safetensors"
+DTYPES = {"float32": torch.float32, "float16": torch.float16}
+
+
+def lm_checkpoint_files(lm: LanguageModel, dtype: str = "float32") -> dict[str, bytes]:
+    """{file name: bytes}: weights, JSON config (tokenizer, configs, curves, info) and snapshots."""
+    from safetensors.torch import save
+    config = {"format": LM_FORMAT, "dtype": dtype, "model": lm.config.to_dict(), "train": lm.train_cfg.to_dict(),
+              "tokenizer": {"kind": lm.tokenizer.kind, "itos": lm.tokenizer.itos}, "info": lm.info,
+              "history": lm.history, "snapshot_steps": [s.step for s in lm.snapshots]}
+    weights = {k: v.detach().to("cpu", DTYPES[dtype]).contiguous() for k, v in lm.model.state_dict().items()}
+    files = {WEIGHTS: save(weights, metadata={"format": LM_FORMAT}), CONFIG: json.dumps(config).encode()}
+    if lm.snapshots:
+        snaps = {}
+        for s in lm.snapshots:
+            maps = np.round(np.asarray(s.maps, np.float32) * 255).astype(np.uint8)  # (L, H, N, N) in 1/255
+            snaps |= {f"{s.step}/maps": torch.from_numpy(maps),
+                      f"{s.step}/prev": torch.from_numpy(np.asarray(s.prev, np.float32)),
+                      f"{s.step}/induction": torch.from_numpy(np.asarray(s.induction, np.float32))}
+        files[SNAPSHOTS] = save(snaps)
+    return files
+
+
+def save_lm(lm: LanguageModel, out_dir: str | Path, dtype: str = "float32") -> Path:
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    for name, data in lm_checkpoint_files(lm, dtype).items():
+        (out / name).write_bytes(data)
+    return out
+
+
+def load_lm(path: str | Path) -> LanguageModel:
+    """A checkpoint directory (model.safetensors + config.json [+ snapshots.safetensors]) -> LanguageModel."""
+    path = Path(path)
+    files = {p.name: p.read_bytes() for p in path.iterdir()} if path.is_dir() else {}
+    if CONFIG not in files or WEIGHTS not in files:
+        raise InputError("lm.ckpt_missing", f"no checkpoint at {path}", names=f"{CONFIG}, {WEIGHTS}")
+    return load_lm_files(files)
+
+
+def load_lm_files(files: dict[str, bytes]) -> LanguageModel:
+    from safetensors.torch import load
+    try:
+        config = json.loads(files[CONFIG])
+        if config.get("format") != LM_FORMAT:
+            raise ValueError("format")
+        model = DecoderLM(LMConfig.from_dict(config["model"]))
+        weights = {k: v.float() for k, v in load(files[WEIGHTS]).items()}
+        if not all(torch.isfinite(v).all() for v in weights.values()):
+            raise ValueError("weights hold NaN or infinite values")
+        model.load_state_dict(weights)
+        snaps = _snapshots(load(files[SNAPSHOTS])) if SNAPSHOTS in files else []
+        tok = Tokenizer(config["tokenizer"]["kind"], list(config["tokenizer"]["itos"]))
+    except Exception as exc:  # noqa: BLE001 - JSON, safetensors and torch raise many kinds for a damaged file
+        raise InputError("lm.ckpt_corrupt", f"not a language-model checkpoint ({type(exc).__name__})") from None
+    return LanguageModel(model, tok, LMTrainConfig.from_dict(config["train"]), config.get("history", []), snaps,
+                         config.get("info", {}))
+
+
+def _snapshots(tensors: dict[str, torch.Tensor]) -> list[LMSnapshot]:
+    steps = sorted({int(k.split("/")[0]) for k in tensors})
+    return [LMSnapshot(s, tensors[f"{s}/prev"].numpy(), tensors[f"{s}/induction"].numpy(),
+                       _maps(tensors[f"{s}/maps"])) for s in steps]
+
+
+def _maps(t: torch.Tensor) -> np.ndarray:
+    """Snapshot attention as stored: uint8 in 1/255 steps (enough for a picture, a quarter of float32)."""
+    return (t.float() / 255).numpy() if t.dtype == torch.uint8 else t.float().numpy()

@@ -1,0 +1,31 @@
+"""Pretrained Hugging Face models: load one, read its attention, analyse and probe its heads.
+
+    load.py           load_model, attention_for, qkv_for, position_embeddings (torch + transformers)
+    result.py         AttentionResult, what every extraction returns (numpy arrays and token strings)
+    bert_numpy.py     the packaged all-MiniLM-L6-v2 in numpy only: no torch, no transformers
+    policy.py         ModelPolicy: which models a visitor may load, and how big
+    head_analysis.py  mean / max over heads, attention rollout, per-head statistics, hidden tokens
+    ablation.py       head_importance: knock a head out and measure what changes
+    attribution.py    token_attribution: integrated gradients per token
+
+`from viz_core.pretrained import load_model, attention_for` keeps working (the public API); the names are looked up
+lazily, so that importing bert_numpy, policy or head_analysis does not import torch.
+"""
+from __future__ import annotations
+
+import importlib
+
+_EXPORTS = {
+    **dict.fromkeys(("load_model", "attention_for", "qkv_for", "position_embeddings", "release_memory",
+                     "default_model_path", "LoadedModel", "QKV"), "load"),
+    **dict.fromkeys(("AttentionResult", "clean_text", "DEFAULT_MODEL", "MAX_CHARS", "DISPLAY_TOKEN_LIMIT"), "result"),
+    "ModelPolicy": "policy",
+}
+
+__all__ = sorted(_EXPORTS)
+
+
+def __getattr__(name: str):
+    if name in _EXPORTS:
+        return getattr(importlib.import_module(f".{_EXPORTS[name]}", __name__), name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

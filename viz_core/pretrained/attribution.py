@@ -1,0 +1,169 @@
+"""Which input tokens the output depends on: integrated gradients on the input embeddings, next to what raw
+attention and attention rollout say about the same sentence.
+
+Integrated gradients (Sundararajan et al., 2017) for token i with embedding x_i and baseline x'_i:
+
+    IG_i = (x_i - x'_i) . (1/S) sum_{k=1..S} grad_{x_i} f(x' + a_k (x - x')),   a_k = (k - 1/2) / S
+
+a midpoint Riemann sum of the path integral. Completeness: sum_i IG_i = f(x) - f(x') up to the sum's error, which
+`TokenAttribution.completeness_gap` reports. f is the same scalar that head ablation measures (see
+viz_core.ablation.Objective), except for a single text on a sentence encoder, where f(x) = e(x) . e_0 / |e_0|
+(the length of the mean-pooled embedding along its own direction e_0), since the cosine with itself is constant.
+The baseline x' keeps the special tokens ([CLS], [SEP], ...) and gives every other token the word embedding of the
+padding token ([PAD]; 0 for a model without one, e.g. GPT-2).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+
+from . import head_analysis
+from ..errors import InputError
+from .ablation import Objective, objective, score
+
+METHODS = ("integrated_gradients",)
+MAX_STEPS = 256
+
+
+@dataclass
+class TokenAttribution:
+    """Per-token scores of one input (text A, then text B for a pair; each with its own special tokens)."""
+    tokens: list[str]
+    scores: np.ndarray          # float32 (N,): IG attributions, same unit as f; sum ~ value - baseline_value
+    attention: np.ndarray       # float32 (N,): last layer, mean over heads, weight each token receives (per text)
+    rollout: np.ndarray         # float32 (N,): attention rollout after the last layer, same reading rows
+    special: np.ndarray         # bool (N,)
+    segments: np.ndarray        # int8 (N,): 0 = text A, 1 = text B, -1 = special token
+    value: float                # f(x)
+    baseline_value: float       # f(x')
+    metric: str
+    method: str = "integrated_gradients"
+    steps: int = 32
+    target_token: str = ""      # the scored next token (decoder-only models)
+    lengths: tuple[int, ...] = ()  # tokens of each separately encoded text (A, then B)
+
+    @property
+    def completeness_gap(self) -> float:
+        """sum_i IG_i - (f(x) - f(x')): 0 for the exact integral; small for a fine enough sum."""
+        return float(self.scores.sum(dtype=np.float64) - (self.value - self.baseline_value))
+
+
+def token_attribution(m, text: str, text_pair: str | None = None, method: str = "integrated_gradients",
+                      steps: int = 32, target: str | int | None = None) -> TokenAttribution:
+    """Integrated gradients of f (see the module docstring) per input token, plus raw attention and rollout.
+
+    m: what viz_core.pretrained.load_model() returns; target as in viz_core.ablation.head_importance.
+    """
+    if method not in METHODS:
+        raise InputError("importance.bad_attr_method", f"method must be one of {METHODS}", method=str(method)[:30])
+    if not isinstance(steps, int) or not 1 <= steps <= MAX_STEPS:
+        raise InputError("importance.bad_steps", f"steps must be 1..{MAX_STEPS}", max=MAX_STEPS)
+    obj = objective(m, text, text_pair, target)
+    scores, value, base = integrated_gradients(m, obj, steps)
+    tokens, special, segments, attention, rollout = _token_info(m, obj)
+    return TokenAttribution(tokens=tokens, scores=scores, attention=attention, rollout=rollout, special=special,
+                            segments=segments, value=value, baseline_value=base, metric=_metric(obj),
+                            method=method, steps=steps, target_token=obj.target_token,
+                            lengths=tuple(int(enc["input_ids"].shape[1]) for enc in obj.inputs))
+
+
+def _metric(obj: Objective) -> str:
+    return "self_projection" if obj.metric == "self_cosine" else obj.metric
+
+
+# ---------------------------------------------------------------- integrated gradients
+def _special(m, ids: torch.Tensor) -> torch.Tensor:
+    """bool (N,): the tokenizer's special tokens in ids (1, N)."""
+    return torch.tensor(np.isin(ids[0].numpy(), m.tokenizer.all_special_ids))
+
+
+def _embed_inputs(m, enc: dict) -> tuple[dict, torch.Tensor, torch.Tensor]:
+    """(encoding without input_ids, word embeddings x (N, d), baseline x' (N, d): specials kept, others [PAD])."""
+    ids = enc["input_ids"]                                        # (1, N)
+    table = m.model.get_input_embeddings()
+    x = table(ids)[0].detach()                                    # (N, d)
+    keep = _special(m, ids)[:, None]                              # (N, 1)
+    rest = {k: v for k, v in enc.items() if k != "input_ids"}
+    return rest, x, torch.where(keep, x, _baseline_vector(m, table).expand_as(x))
+
+
+def _baseline_vector(m, table: torch.nn.Embedding) -> torch.Tensor:
+    """The padding token's embedding (d,), or 0 for a model without one (GPT-2). Not 0 everywhere: a model whose
+    first layer normalises the bare token embedding (T5: RMSNorm, no position embedding) is scale invariant there,
+    so f jumps at exactly x = 0 and the path integral would miss the jump."""
+    pad = getattr(m.tokenizer, "pad_token_id", None)
+    if isinstance(pad, int) and 0 <= pad < table.weight.shape[0]:
+        return table.weight[pad].detach()
+    return torch.zeros(table.weight.shape[1])
+
+
+def integrated_gradients(m, obj: Objective, steps: int) -> tuple[np.ndarray, float, float]:
+    """(IG per token (N,), f(x), f(x')): one batched forward + backward over S path points plus both ends."""
+    alphas = torch.cat([(torch.arange(steps) + 0.5) / steps, torch.tensor([0.0, 1.0])])  # (S + 2,)
+    parts = [_embed_inputs(m, enc) for enc in obj.inputs]
+    paths = [(base + alphas[:, None, None] * (x - base)).requires_grad_(True) for _, x, base in parts]  # (S+2, N, d)
+    with torch.enable_grad():
+        outputs = [_forward_embeds(m, rest, path) for (rest, _, _), path in zip(parts, paths)]
+        f = _score_with_grad(m, obj, outputs)                     # (S + 2,)
+        grads = torch.autograd.grad(f.sum(), paths)               # each (S + 2, N, d)
+    scores = [((x - base) * g[:steps].mean(0)).sum(-1) for (_, x, base), g in zip(parts, grads)]  # (N,) each
+    f = f.detach().double()
+    return torch.cat(scores).float().numpy(), float(f[-1]), float(f[-2])
+
+
+def _forward_embeds(m, rest: dict, embeds: torch.Tensor):
+    """The model on word embeddings (B, N, d) instead of ids (position / type embeddings are added inside)."""
+    b = embeds.shape[0]
+    inputs = {k: v.expand(b, *v.shape[1:]) for k, v in rest.items()}
+    return m.model(inputs_embeds=embeds, **inputs, return_dict=True)
+
+
+def _score_with_grad(m, obj: Objective, outputs: list) -> torch.Tensor:
+    """f per row; a single text on an encoder uses the projection on its own direction (the cosine is constant)."""
+    if obj.kind == "embedding" and len(outputs) == 1:
+        return outputs[0].last_hidden_state.mean(1) @ obj.reference  # (B,)
+    return score(m, obj, outputs)
+
+
+# ---------------------------------------------------------------- what attention says
+def reading_rows(kind: str, n: int) -> np.ndarray:
+    """The query rows whose attention is read: all rows for an encoder (mean pooling reads every position), the
+    last row for a decoder-only model (the position that predicts the next token)."""
+    rows = np.zeros(n, dtype=bool)
+    if kind == "next":
+        rows[-1] = True
+    else:
+        rows[:] = True
+    return rows
+
+
+def attention_received(weights: np.ndarray, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(raw, rollout) per key token: (L, H, N, N) -> (N,) each, averaged over the reading rows.
+
+    raw = mean_h W_{L,h}[rows].mean(0), the last layer; rollout = R_L[rows].mean(0) (head_analysis.rollout).
+    Both sum to 1 over the tokens.
+    """
+    raw = weights[-1].mean(0)[rows].mean(0)                       # (N,)
+    roll = head_analysis.rollout(weights)[-1][rows].mean(0)       # (N,)
+    return raw.astype(np.float32), roll.astype(np.float32)
+
+
+def _token_info(m, obj: Objective):
+    """Tokens, special / segment masks and the attention comparisons of every separately encoded text."""
+    tokens, special, segments, raws, rolls = [], [], [], [], []
+    for seg, enc in enumerate(obj.inputs):
+        ids = enc["input_ids"]
+        with torch.inference_mode():
+            out = m.model(**enc, output_attentions=True, return_dict=True)
+        att = out.encoder_attentions if obj.kind == "seq2seq" else out.attentions
+        weights = np.stack([a[0].float().numpy() for a in att])   # (L, H, N, N)
+        raw, roll = attention_received(weights, reading_rows(obj.kind, weights.shape[-1]))
+        spec = _special(m, ids).numpy()
+        tokens += m.tokenizer.convert_ids_to_tokens(ids[0].tolist())
+        special.append(spec)
+        segments.append(np.where(spec, -1, seg).astype(np.int8))
+        raws.append(raw)
+        rolls.append(roll)
+    return tokens, np.concatenate(special), np.concatenate(segments), np.concatenate(raws), np.concatenate(rolls)

