@@ -5,9 +5,8 @@ import streamlit as st
 
 from app_pages import _ui as ui
 from app_pages._ui import anatomy as cached
-from app_pages._ui.anatomy import figures as plots
-from app_pages._ui.anatomy import matrix_heatmap
-from viz_core import blocks
+from app_pages._ui.anatomy import figures, matrix_heatmap
+from viz_core import blocks, export
 from viz_core.anatomy import SHARING, readable_count
 from viz_core.errors import InputError
 
@@ -57,7 +56,7 @@ def _norm_grids(res: dict, p: dict) -> None:
     for i in range(0, 4, 2):
         for col, (key, y, over_rows, title, note) in zip(st.columns(2), grids[i:i + 2]):
             with col:
-                ui.plot(plots.norm_grid_figure(y, valid, rows, cols, over_rows=over_rows, group=0, title=title,
+                ui.plot(figures.norm_grid_figure(y, valid, rows, cols, over_rows=over_rows, group=0, title=title,
                                                note=note, **common), key=f"norm_grid_{key}")
 
 
@@ -83,7 +82,7 @@ def _norm_stats(res: dict) -> None:
              "std_variant": t("anatomy.std_variant")}
     arrays = {"x": res["x"], **res["out"]}
     stats = {names[k]: blocks.norm_statistics(arrays[k], res["valid"]) for k in names}
-    fig = plots.norm_stats_figure(
+    fig = figures.norm_stats_figure(
         stats, panel_titles=[t(f"anatomy.panel_{k}") for k in ("token_mean", "token_std", "feature_mean",
                                                                  "feature_std")],
         token_title=t("anatomy.real_token_axis"), feature_title=t("anatomy.feature_axis"),
@@ -111,11 +110,11 @@ def section_norms() -> None:
     _formulas(r"\gamma\odot\frac{x-\mu}{s+\epsilon}+\beta",
               r"s=\sqrt{\tfrac{1}{D-1}\textstyle\sum_j(x_j-\mu)^2}=\sigma\sqrt{\tfrac{D}{D-1}}")
     curve = cached.eps_curve(p["d_model"])
-    ui.plot(plots.eps_figure(curve, names={"layer": "LayerNorm (torch)", "std_variant": t("anatomy.std_variant")},
+    ui.plot(figures.eps_figure(curve, names={"layer": "LayerNorm (torch)", "std_variant": t("anatomy.std_variant")},
                              title=t("anatomy.eps_title", d=p["d_model"]), x_title=t("anatomy.eps_x"),
                              y_title=t("anatomy.eps_y")), key="eps_fig")
     st.caption(t("anatomy.eps_caption"))
-    ui.download(t("anatomy.download_npz"), ui.npz_bytes(x=res["x"], valid=res["valid"], **res["out"]),
+    ui.download(t("anatomy.download_npz"), export.npz_bytes(x=res["x"], valid=res["valid"], **res["out"]),
                 "norms.npz", "application/octet-stream", key="dl_norms")
 
 
@@ -127,7 +126,7 @@ def section_placement() -> None:
     depth = ui.slider(t("anatomy.depth"), 2, 48, "depth", 12, help=t("anatomy.depth_help"))
     res = cached.norm_placement(depth)
     names = {"pre": t("anatomy.pre"), "post": t("anatomy.post")}
-    ui.plot(plots.placement_figure(res, names=names, panel_titles=[t("anatomy.grad_panel"), t("anatomy.act_panel")],
+    ui.plot(figures.placement_figure(res, names=names, panel_titles=[t("anatomy.grad_panel"), t("anatomy.act_panel")],
                                    layer_title=t("anatomy.layer_axis"), grad_title=t("anatomy.grad_axis"),
                                    act_title=t("anatomy.act_axis")), key="placement_fig")
     c1, c2, c3 = st.columns(3)
@@ -136,8 +135,8 @@ def section_placement() -> None:
     c3.metric(t("anatomy.m_last_grad_post"), f"{res['post_grad'][-1]:.3f}")
     st.markdown(t("anatomy.placement_explain"))
     st.caption(t("anatomy.placement_setup"))
-    frame = pd.DataFrame({k: res[k] for k in ("layer", "pre_grad", "post_grad", "pre_act", "post_act")})
-    ui.download(t("anatomy.download_csv"), frame.to_csv(index=False), f"norm_placement_{depth}.csv", "text/csv",
+    table = export.columns_csv({k: res[k] for k in ("layer", "pre_grad", "post_grad", "pre_act", "post_act")})
+    ui.download(t("anatomy.download_csv"), table, f"norm_placement_{depth}.csv", "text/csv",
                 key="dl_placement")
 
 
@@ -152,7 +151,7 @@ def section_ffn() -> None:
     act = ui.radio(t("anatomy.activation"), ["relu", "gelu"], "act", container=c3,
                    format_func={"relu": "ReLU", "gelu": "GELU"}.get)
     x, curves = blocks.activation_curves()
-    ui.plot(plots.activation_figure(x, curves, title=t("anatomy.act_title"), x_title="x", y_title=t("anatomy.value")),
+    ui.plot(figures.activation_figure(x, curves, title=t("anatomy.act_title"), x_title="x", y_title=t("anatomy.value")),
             key="act_fig")
     demo = cached.ffn_demo(d, mult, act)
     rows = [t("anatomy.token_n", n=i) for i in range(demo["hidden"].shape[0])]
@@ -172,13 +171,14 @@ def _ffn_share(d: int, mult: int) -> None:
             t("anatomy.base_enc_block"): blocks.block_parameter_split(512, 2048),
             t("anatomy.base_dec_block"): blocks.block_parameter_split(512, 2048, decoder=True)}
     parts = {k: t(f"anatomy.part_{k}") for k in ("attention", "ffn", "norm")}
-    ui.plot(plots.share_figure(rows, parts, title=t("anatomy.share_title"), x_title=t("anatomy.share_axis")),
+    ui.plot(figures.share_figure(rows, parts, title=t("anatomy.share_title"), x_title=t("anatomy.share_axis")),
             key="share_fig")
     _formulas(r"\frac{\text{FFN}}{\text{attn}+\text{FFN}}\approx\frac{2\,d\,d_{ff}}{4d^2+2\,d\,d_{ff}}",
               r"=\frac{8d^2}{12d^2}=\frac23\quad (d_{ff}=4d)")
     frame = pd.DataFrame(rows).T.rename(columns=parts)
     st.dataframe(frame, width="stretch")
-    ui.download(t("anatomy.download_csv"), frame.to_csv(), "block_parameters.csv", "text/csv", key="dl_share")
+    table = export.csv_text(["", *parts.values()], ([name, *(split[k] for k in parts)] for name, split in rows.items()))
+    ui.download(t("anatomy.download_csv"), table, "block_parameters.csv", "text/csv", key="dl_share")
 
 
 # ================================================================ 4. dropout
@@ -190,7 +190,7 @@ def _dropout_flow(place: str) -> None:
              ("anatomy.flow_softmax", None), ("anatomy.flow_drop_attention", "attention"), ("anatomy.flow_v", None),
              ("anatomy.flow_drop_sublayer", "sublayer"), ("anatomy.flow_addnorm", None), ("anatomy.flow_ffn", None),
              ("anatomy.flow_drop_sublayer", "sublayer"), ("anatomy.flow_addnorm", None)]
-    fig = plots.flow_figure([t(k) for k, _ in boxes], [p == place for _, p in boxes],
+    fig = figures.flow_figure([t(k) for k, _ in boxes], [p == place for _, p in boxes],
                             title=t("anatomy.flow_title"), box_height=40)
     ui.plot(fig, key="dropout_flow")
 
@@ -213,7 +213,7 @@ def section_dropout() -> None:
     if p > 0:
         stats = cached.dropout_statistics(p)
         names = {"ours_mean": t("anatomy.ours"), "torch_mean": "torch.nn.Dropout"}
-        ui.plot(plots.dropout_stats_figure(stats, names=names, title=t("anatomy.drop_stats_title"),
+        ui.plot(figures.dropout_stats_figure(stats, names=names, title=t("anatomy.drop_stats_title"),
                                            x_title=t("anatomy.drop_stats_x"), y_title=t("anatomy.count")),
                 key="drop_stats")
         st.caption(t("anatomy.drop_stats_caption", ours=f"{stats['ours_keep'].mean():.4f}",
@@ -242,7 +242,7 @@ def _dropout_maps(d: dict, place: str, p: float, training: bool) -> None:
     if place == "attention" and training and p > 0:
         sums = ", ".join(f"{s:.2f}" for s in d["after"].sum(1))
         st.caption(t("anatomy.row_sums", sums=sums))
-    ui.download(t("anatomy.download_npz"), ui.npz_bytes(**d), f"dropout_{place}.npz", "application/octet-stream",
+    ui.download(t("anatomy.download_npz"), export.npz_bytes(**d), f"dropout_{place}.npz", "application/octet-stream",
                 key="dl_drop")
 
 
@@ -259,13 +259,13 @@ def section_smoothing() -> None:
     c_star = blocks.optimal_confidence(k, eps)
     left, right = st.columns(2)
     with left:
-        ui.plot(plots.target_figure(q, title=t("anatomy.target_title", k=k, eps=eps), x_title=t("anatomy.class_axis"),
+        ui.plot(figures.target_figure(q, title=t("anatomy.target_title", k=k, eps=eps), x_title=t("anatomy.class_axis"),
                                     y_title=t("anatomy.target_axis")), key="target_fig")
     with right:
         c = np.linspace(1.0 / k, 1.0, 400)
         losses = {t("anatomy.no_smoothing"): blocks.loss_vs_confidence(k, 0.0, c),
                   t("anatomy.with_smoothing", eps=eps): blocks.loss_vs_confidence(k, eps, c)}
-        ui.plot(plots.confidence_figure(c, losses, c_star, star_label=t("anatomy.c_star", c=f"{c_star:.3f}"),
+        ui.plot(figures.confidence_figure(c, losses, c_star, star_label=t("anatomy.c_star", c=f"{c_star:.3f}"),
                                         title=t("anatomy.conf_title"), x_title=t("anatomy.conf_axis"),
                                         y_title=t("anatomy.loss_axis")), key="conf_fig")
     ours, ref = cached.smoothing_check(k, eps)
@@ -276,13 +276,12 @@ def section_smoothing() -> None:
 def _margin_plot(k: int, eps: float) -> None:
     res = blocks.loss_vs_margin(k, eps, np.linspace(-5, 130, 271))
     names = {"safe": t("anatomy.safe"), "naive": t("anatomy.naive")}
-    ui.plot(plots.margin_figure(res, names=names, inf_label=t("anatomy.inf_label"), title=t("anatomy.margin_title"),
+    ui.plot(figures.margin_figure(res, names=names, inf_label=t("anatomy.inf_label"), title=t("anatomy.margin_title"),
                                 x_title=t("anatomy.margin_axis"), y_title=t("anatomy.loss_axis")), key="margin_fig")
     bad = ~np.isfinite(res["naive"])
     first = f"{res['margin'][bad][0]:.1f}" if bad.any() else "-"
     st.markdown(t("anatomy.margin_explain", m=first))
-    frame = pd.DataFrame(res)
-    ui.download(t("anatomy.download_csv"), frame.to_csv(index=False), "label_smoothing_margin.csv", "text/csv",
+    ui.download(t("anatomy.download_csv"), export.columns_csv(res), "label_smoothing_margin.csv", "text/csv",
                 key="dl_margin")
 
 
@@ -338,7 +337,7 @@ def section_path() -> None:
     with left:
         boxes = [f"{lab}  {'' if shape is None else shape}" for lab, _, shape, _ in rows]
         boxes[-1] = f"{rows[-1][0]}: {r.vocab[r.next_id]}"
-        ui.plot(plots.flow_figure(boxes, [i == len(rows) - 1 for i in range(len(rows))],
+        ui.plot(figures.flow_figure(boxes, [i == len(rows) - 1 for i in range(len(rows))],
                                   title=t("anatomy.path_flow_title"), box_height=38), key="path_flow")
     with right:
         frame = pd.DataFrame([(lab, f, "" if s is None else str(s), v) for lab, f, s, v in rows],
@@ -352,7 +351,7 @@ def section_path() -> None:
 
 
 def _distribution(r, p: dict) -> None:
-    fig = plots.distribution_figure(r.probs, r.filtered, r.vocab, r.next_id,
+    fig = figures.distribution_figure(r.probs, r.filtered, r.vocab, r.next_id,
                                     names=[t("anatomy.model_p"), t("anatomy.filtered_p")], top_n=20,
                                     title=t("anatomy.dist_title"), x_title=t("anatomy.token_id_axis"),
                                     y_title=t("anatomy.prob_axis"))
@@ -361,9 +360,9 @@ def _distribution(r, p: dict) -> None:
     st.markdown(t("anatomy.sampled", tok=r.vocab[r.next_id], id=r.next_id, kept=kept, v=len(r.vocab),
                   p=f"{r.filtered[r.next_id]:.4f}"))
     order = np.argsort(-r.filtered)[:kept][:1000]
-    frame = pd.DataFrame({"id": order, "token": [r.vocab[i] for i in order], "p_model": r.probs[order],
-                          "p_filtered": r.filtered[order]})
-    ui.download(t("anatomy.download_csv"), frame.to_csv(index=False), "next_token.csv", "text/csv", key="dl_dist")
+    table = export.columns_csv({"id": order, "token": [r.vocab[i] for i in order], "p_model": r.probs[order],
+                                "p_filtered": r.filtered[order]})
+    ui.download(t("anatomy.download_csv"), table, "next_token.csv", "text/csv", key="dl_dist")
 
 
 def _parameter_section() -> None:
@@ -391,11 +390,11 @@ def _parameter_section() -> None:
     m2.metric(t("anatomy.torch_total"), f"{ref:,}", t("anatomy.match") if ref == total else t("anatomy.mismatch"),
               delta_color="normal" if ref == total else "inverse", delta_arrow="off")
     labels = {t(f"anatomy.pp_{k}"): v for k, v in parts.items()}
-    ui.plot(plots.parameter_figure(labels, title=t("anatomy.params_fig_title"), x_title=t("anatomy.params_axis")),
+    ui.plot(figures.parameter_figure(labels, title=t("anatomy.params_fig_title"), x_title=t("anatomy.params_axis")),
             key="params_fig")
     st.caption(t("anatomy.params_caption"))
-    frame = pd.DataFrame({"part": list(parts), "label": list(labels), "parameters": list(parts.values())})
-    ui.download(t("anatomy.download_csv"), frame.to_csv(index=False), "parameters.csv", "text/csv", key="dl_params")
+    table = export.columns_csv({"part": list(parts), "label": list(labels), "parameters": list(parts.values())})
+    ui.download(t("anatomy.download_csv"), table, "parameters.csv", "text/csv", key="dl_params")
 
 
 # ================================================================ page

@@ -2,20 +2,23 @@
 generation step by step, and the KV cache (growth, exactness, speed).
 
 Reads top to bottom: intro -> the running job's progress (a fragment, seen from every tab) -> tabs (induction,
-your sequence, generate, KV cache); only the open tab is drawn. Training runs in its own thread (app_pages/_ui/jobs.py).
+your sequence, generate, KV cache); only the open tab is drawn. Training runs in its own thread
+(app_pages/_ui/training_job.py, shared with the Train page).
 """
+from dataclasses import replace
+
 import numpy as np
 import streamlit as st
 
 from app_pages import _ui as ui
-from app_pages._ui import jobs
-from app_pages._ui import language_model as lu
-from app_pages._ui.language_model import figures as plots
-from viz_core.lm.induction import induction_targets
-from viz_core.lm import LMConfig, cache_bytes
+from app_pages._ui import language_model as cached
+from app_pages._ui.language_model import figures
+from viz_core.device import pick_device
+from viz_core.export import columns_csv, npz_bytes, records_csv
+from viz_core.lm import cache_bytes
 from viz_core.lm.generate import cache_difference, generate
+from viz_core.lm.induction import induction_targets
 from viz_core.lm.training import LMTrainConfig, probe_ids
-from viz_core.seq2seq.training import pick_device
 
 ui.setup("language_model")  # state under the page's url path; its title in locales/language_model.json,
 # every other string in locales/lm.json
@@ -31,8 +34,20 @@ def describe(lm, origin: str, task: str) -> None:
     info = lm.info
     st.info(t(f"lm.origin_{origin}", steps=info.get("steps", "?"), seconds=info.get("seconds", "?"),
               device=info.get("device", "cpu"), params=f"{info.get('params', 0):,}"))
-    if origin == "trained" and lu.shipped(task) is not None:
-        st.button(t("lm.reset"), key=f"lm.reset_{task}", on_click=lu.forget, args=(task,))
+    if origin == "trained" and cached.shipped(task) is not None:
+        st.button(t("lm.reset"), key=f"lm.reset_{task}", on_click=cached.training.forget, args=(task,))
+
+
+def trainable_model(task: str):
+    """The model of a task (the session's own, else the shipped one) below its training controls, with a line on
+    where it comes from; None (and a note) when there is none."""
+    lm, origin = cached.training.current(task)
+    train_controls(task)
+    if lm is None:
+        st.warning(t("lm.no_model"))
+        return None
+    describe(lm, origin, task)
+    return lm
 
 
 def train_controls(task: str) -> None:
@@ -53,11 +68,8 @@ def train_controls(task: str) -> None:
     st.caption(t("lm.device", device=str(device)))
     settings = LMTrainConfig(task=task, max_seconds=float(seconds), batch_size=batch, lr=lr, seed=int(seed),
                              force_cpu=force_cpu).to_dict()
-    busy = lu.running()
-    c1, c2 = st.columns(2)
-    c1.button(t("lm.train"), key=f"lm.go_{task}", type="primary", disabled=busy, on_click=lu.start,
-              args=(settings, KV_CHOICES[kv] or 4))
-    c2.button(t("lm.stop"), key=f"lm.stop_{task}", disabled=not busy, on_click=lu.stop)
+    cached.training.buttons(t("lm.train"), f"lm.go_{task}", f"lm.stop_{task}", cached.build_run,
+                            (settings, KV_CHOICES[kv] or 4))
 
 
 def phase_step(history) -> int | None:
@@ -69,17 +81,17 @@ def phase_step(history) -> int | None:
 def phase_figs(history, marker_x=None, task: str | None = None) -> list:
     """Losses and best scores over training (two figures); task: history is that of the model shown for it."""
     px = phase_step(history)
-    return list(lu.phase_panels(history, task, x_title=t("lm.step"), loss_title=t("lm.loss"),
-                                   first_name=t("lm.first_loss"), repeat_name=t("lm.repeat_loss"),
-                                   score_title=t("lm.score"), prev_name=t("lm.best_prev"),
-                                   ind_name=t("lm.best_ind"), marker_x=marker_x, phase_x=px,
-                                   phase_name=t("lm.phase") if px else ""))
+    return list(cached.phase_panels(history, task, x_title=t("lm.step"), loss_title=t("lm.loss"),
+                                    first_name=t("lm.first_loss"), repeat_name=t("lm.repeat_loss"),
+                                    score_title=t("lm.score"), prev_name=t("lm.best_prev"),
+                                    ind_name=t("lm.best_ind"), marker_x=marker_x, phase_x=px,
+                                    phase_name=t("lm.phase") if px else ""))
 
 
 def map_figs(prev, ind) -> list:
     """The previous-token and induction score of every head (layer x head), two figures."""
-    return [plots.score_map(z, title=t(f"lm.{name}_score"), x_title=t("lm.head"), y_title=t("lm.layer"),
-                            value_name=t("lm.score")) for z, name in ((prev, "prev"), (ind, "ind"))]
+    return [figures.score_map(z, title=t(f"lm.{name}_score"), x_title=t("lm.head"), y_title=t("lm.layer"),
+                              value_name=t("lm.score")) for z, name in ((prev, "prev"), (ind, "ind"))]
 
 
 def phase_figures(history, key: str, marker_x=None, task: str | None = None) -> None:
@@ -99,17 +111,13 @@ def draw_pairs(figs: list, key: str) -> None:
 
 
 def chars_loss_figure(history):
-    return plots.loss_curves(history, x_title=t("lm.step"), y_title=t("lm.loss"), train_name=t("lm.train_loss"),
-                             val_name=t("lm.val_loss"))
+    return figures.loss_curves(history, x_title=t("lm.step"), y_title=t("lm.loss"), train_name=t("lm.train_loss"),
+                               val_name=t("lm.val_loss"))
 
 
 # ---------------------------------------------------------------- the running job (a fragment redraws it)
-def draw_job(job) -> None:
-    trainer, task = job.info["trainer"], job.info["task"]
-    if job.status == "queued":
-        st.info(t("lm.queued", n=job.queue_position))
-        st.button(t("lm.stop"), key="lm.queue_stop", on_click=lu.stop)
-        return
+def draw_job(job, run) -> None:
+    trainer, task = run.trainer, run.task
     m = job.latest
     share = min(1.0, trainer.seconds / trainer.train_cfg.max_seconds)
     text = t("lm.progress", task=t(f"lm.task_{task}"), step=trainer.step, seconds=f"{trainer.seconds:.1f}",
@@ -118,7 +126,7 @@ def draw_job(job) -> None:
         text += " · " + t("lm.progress_ind", first=f"{m.first_loss:.2f}", rep=f"{m.repeat_loss:.2f}",
                           ind=f"{m.induction:.2f}")
     st.progress(1.0 if job.done else share, text=text)
-    st.button(t("lm.stop"), key="lm.live_stop", on_click=lu.stop, disabled=job.done)
+    st.button(t("lm.stop"), key="lm.live_stop", on_click=cached.training.stop, disabled=job.done)
     draw_pairs(live_figures(job, task, list(trainer.history)), "lm.live")
 
 
@@ -140,17 +148,11 @@ def live_figures(job, task: str, history: list) -> list:
     return figs
 
 
-def show_result() -> None:
-    result = st.session_state.get(lu.RESULT_KEY)
-    if result is None:
-        return
-    status, reason, task, step = result
-    if status == "failed":
-        st.error(t("common.unexpected_error", error_id=reason))
-    elif status == "error":
-        st.error(t("lm.reason_nan", step=step))
-    else:
-        st.success(t(f"lm.reason_{reason}", step=step, task=t(f"lm.task_{task}")))
+def result_text(result) -> str | None:
+    """Why the last run stopped (a run stopped while it waited in line trained nothing: nothing to say)."""
+    if result.reason == "unstarted":
+        return None
+    return t(f"lm.reason_{result.reason}", step=result.step, task=t(f"lm.task_{result.task}"))
 
 
 # ---------------------------------------------------------------- induction tab
@@ -159,19 +161,15 @@ def induction_tab() -> None:
     ui.latex(r"\mathrm{prev}(h) = \frac{1}{N-1}\sum_{i=1}^{N-1} A^h_{i,\,i-1}")
     ui.latex(r"\mathrm{ind}(h) = \frac{1}{|S|}\sum_{i \in S} A^h_{i,\,j(i)+1},\quad "
              r"j(i) = \max\{\, j < i : x_j = x_i \,\}")
-    lm, origin = lu.current("induction")
-    train_controls("induction")
-    if lm is None:
-        st.warning(t("lm.no_model"))
-        return
-    describe(lm, origin, "induction")
-    story(lm)
+    lm = trainable_model("induction")
+    if lm is not None:
+        story(lm)
 
 
 def sequence_tab() -> None:
     """The induction model of the first tab on a sequence the person types (its own tab: the story above already
     draws six charts, and every chart costs the browser time)."""
-    lm, _ = lu.current("induction")
+    lm, _ = cached.training.current("induction")
     if lm is None:
         st.warning(t("lm.no_model"))
         return
@@ -209,9 +207,9 @@ def head_patterns(lm, snap) -> None:
         score = (snap.prev if kind == "prev" else snap.induction)[layer, head]
         title = t(f"lm.{kind}_head", layer=int(layer), head=int(head), score=f"{score:.2f}")
         with col:
-            ui.plot(plots.attention_marked(snap.maps[layer, head], probe, title=title, x_title=t("lm.key"),
-                                           y_title=t("lm.query"), value_name=t("lm.weight"), marks=marks,
-                                           mark_name=t(f"lm.{kind}_marks")), key=f"lm.pattern_{kind}")
+            ui.plot(figures.attention_marked(snap.maps[layer, head], probe, title=title, x_title=t("lm.key"),
+                                             y_title=t("lm.query"), value_name=t("lm.weight"), marks=marks,
+                                             mark_name=t(f"lm.{kind}_marks")), key=f"lm.pattern_{kind}")
 
 
 def _probe_ids(lm) -> list[int]:
@@ -221,12 +219,10 @@ def _probe_ids(lm) -> list[int]:
 def downloads(lm) -> None:
     c1, c2 = st.columns(2)
     with c1:
-        ui.download(t("lm.download_snaps"), lu.snapshots_npz(lm, "induction"), "induction_snapshots.npz",
+        ui.download(t("lm.download_snaps"), cached.snapshots_npz(lm, "induction"), "induction_snapshots.npz",
                     "application/octet-stream", key="lm.dl_snaps")
-    rows = [h for h in lm.history if h.get("evaluated")]
-    csv = "step,seconds,loss,first_loss,repeat_loss,prev_token,induction\n" + "\n".join(
-        ",".join(str(h.get(k, "")) for k in ("step", "seconds", "loss", "first_loss", "repeat_loss", "prev_token",
-                                              "induction")) for h in rows)
+    csv = records_csv([h for h in lm.history if h.get("evaluated")],
+                      ["step", "seconds", "loss", "first_loss", "repeat_loss", "prev_token", "induction"])
     with c2:
         ui.download(t("lm.download_curves"), csv, "induction_curves.csv", "text/csv", key="lm.dl_curves")
 
@@ -236,7 +232,7 @@ def own_sequence(lm) -> None:
     st.markdown(t("lm.own_intro"))
     default = " ".join(lm.tokenizer.itos[i] for i in _probe_ids(lm))
     text = ui.text(t("lm.own_input"), "seq", default, max_chars=400, help=t("lm.own_help", max=lm.tokenizer.size - 1))
-    analysis, err = lu.safe(lu.analyse, lm, "induction", text)
+    analysis, err = ui.safe(cached.analyse, lm, "induction", text)
     if err is not None:
         ui.show_error(err)
         return
@@ -248,12 +244,12 @@ def own_sequence(lm) -> None:
     head = ui.selectbox(t("lm.head"), list(range(lm.config.n_heads)), "head", int(np.argmax(ind[layer])),
                         container=c[1])
     marks = [(i, int(j)) for i, j in enumerate(induction_targets(result.tokens)) if j >= 0]
-    ui.plot(plots.attention_marked(result.weights[layer, head], result.tokens, x_title=t("lm.key"),
-                                   title=t("lm.layer_head", layer=layer, head=head), y_title=t("lm.query"),
-                                   value_name=t("lm.weight"), marks=marks, mark_name=t("lm.ind_marks")),
+    ui.plot(figures.attention_marked(result.weights[layer, head], result.tokens, x_title=t("lm.key"),
+                                     title=t("lm.layer_head", layer=layer, head=head), y_title=t("lm.query"),
+                                     value_name=t("lm.weight"), marks=marks, mark_name=t("lm.ind_marks")),
             key="lm.own_attn")
-    ui.download(t("lm.download_attn"), ui.npz_bytes(tokens=result.tokens, weights=result.weights, prev=prev,
-                                                    induction=ind), "attention.npz", "application/octet-stream",
+    ui.download(t("lm.download_attn"), npz_bytes(tokens=result.tokens, weights=result.weights, prev=prev,
+                                                 induction=ind), "attention.npz", "application/octet-stream",
                 key="lm.dl_attn")
 
 
@@ -263,17 +259,14 @@ def generate_tab() -> None:
     ui.latex(r"p_i = \frac{e^{z_i / T}}{\sum_j e^{z_j / T}},\quad "
              r"\text{top-}k:\ \text{the } k \text{ largest } p_i,\quad "
              r"\text{top-}p:\ \min\, S \text{ with } \sum_{i\in S} p_i \ge p")
-    lm, origin = lu.current("chars")
-    train_controls("chars")
+    lm = trainable_model("chars")
     if lm is None:
-        st.warning(t("lm.no_model"))
         return
-    describe(lm, origin, "chars")
     if lm.history:
         with st.expander(t("lm.curves")):
             ui.plot(chars_loss_figure(lm.history), key="lm.chars_curves")
     prompt, settings = generation_settings(lm)
-    ids, err = lu.safe(lm.encode, prompt)
+    ids, err = ui.safe(lm.encode, prompt)
     if err is not None:
         ui.show_error(err)
         return
@@ -307,19 +300,19 @@ def step_view(lm, trace) -> None:
     st.caption(t("lm.step_caption", step=k, chosen=chosen, p=f"{s.sampled[s.token]:.3f}"))
     c1, c2 = st.columns([2, 3])
     with c1:
-        ui.plot(plots.next_token_bars(s.probs, s.sampled, lm.tokenizer.labels(range(lm.tokenizer.size)), s.token,
-                                      title=t("lm.bars_title", step=k), x_title=t("lm.probability"),
-                                      y_title=t("lm.token"), model_name=t("lm.model_probs"),
-                                      sampled_name=t("lm.sampled_probs")), key="lm.bars")
+        ui.plot(figures.next_token_bars(s.probs, s.sampled, lm.tokenizer.labels(range(lm.tokenizer.size)), s.token,
+                                        title=t("lm.bars_title", step=k), x_title=t("lm.probability"),
+                                        y_title=t("lm.token"), model_name=t("lm.model_probs"),
+                                        sampled_name=t("lm.sampled_probs")), key="lm.bars")
     with c2:
-        ui.plot(plots.attention_row(s.attention, labels, title=t("lm.row_title", step=k), x_title=t("lm.key"),
-                                    y_title=t("lm.layer_head_axis"), value_name=t("lm.weight")), key="lm.row")
+        ui.plot(figures.attention_row(s.attention, labels, title=t("lm.row_title", step=k), x_title=t("lm.key"),
+                                      y_title=t("lm.layer_head_axis"), value_name=t("lm.weight")), key="lm.row")
     vocab = lm.tokenizer.labels(range(lm.tokenizer.size))
-    csv = "step,token,p_token\n" + "\n".join(
-        f"{i + 1},{vocab[st_.token]},{st_.sampled[st_.token]:.6f}" for i, st_ in enumerate(trace.steps))
-    ui.download(t("lm.download_gen"), ui.npz_bytes(vocab=vocab, tokens=[vocab[i] for i in trace.ids],
-                                                   probs=np.stack([x.probs for x in trace.steps]),
-                                                   sampled=np.stack([x.sampled for x in trace.steps])),
+    csv = columns_csv({"step": list(range(1, n + 1)), "token": [vocab[x.token] for x in trace.steps],
+                       "p_token": [x.sampled[x.token] for x in trace.steps]})
+    ui.download(t("lm.download_gen"), npz_bytes(vocab=vocab, tokens=[vocab[i] for i in trace.ids],
+                                                probs=np.stack([x.probs for x in trace.steps]),
+                                                sampled=np.stack([x.sampled for x in trace.steps])),
                 "generation.npz", "application/octet-stream", key="lm.dl_gen")
     ui.download(t("lm.download_gen_csv"), csv, "generation.csv", "text/csv", key="lm.dl_gen_csv")
 
@@ -328,12 +321,12 @@ def step_view(lm, trace) -> None:
 def cache_tab() -> None:
     st.markdown(t("lm.cache_intro"))
     ui.latex(r"\text{bytes} = 2 \cdot L \cdot B \cdot H_{kv} \cdot T \cdot d_k \cdot 4")
-    lm, _ = lu.current("chars")
+    lm, _ = cached.training.current("chars")
     vocab, max_len = (lm.config.vocab, lm.config.max_len) if lm is not None else (128, 96)
     kind = ui.radio(t("lm.kv_kind"), list(KV_CHOICES), "cache_kv", "mha", format_func=lambda k: t(f"lm.kv_{k}"))
-    model = lu.variant_model(KV_CHOICES[kind] or 4, vocab, max_len)
+    model = cached.variant_model(KV_CHOICES[kind] or 4, vocab, max_len)
     st.caption(t("lm.cache_model", layers=model.cfg.n_layers, heads=model.cfg.n_heads, kv=model.cfg.kv_heads,
-                 d_k=model.cfg.d_model // model.cfg.n_heads))
+                 d_k=model.cfg.d_k))
     length = ui.slider(t("lm.cache_len"), 2, max_len, "cache_len", min(48, max_len))
     cache_growth(model, length)
     exactness(model, length)
@@ -343,22 +336,18 @@ def cache_tab() -> None:
 def cache_growth(model, length: int) -> None:
     trace = generate(model, [0], length - 1, temperature=0.0)
     rows = [{t("lm.col_layer"): i, t("lm.col_k"): str(shape), t("lm.col_v"): str(shape),
-             t("lm.col_bytes"): f"{2 * int(np.prod(shape)) * 4:,}"} for i, shape in enumerate(trace.cache_shapes[-1])]
+             t("lm.col_bytes"): f"{cache_bytes(model.cfg, shape[2], batch=shape[0], n_layers=1):,}"}
+            for i, shape in enumerate(trace.cache_shapes[-1])]
     st.markdown(t("lm.cache_table", tokens=length - 1, total=f"{trace.cache_bytes[-1]:,}"))
     st.dataframe(rows, hide_index=True)
     steps = list(range(1, length))
-    series = [(t(f"lm.kv_{k}"), [cache_bytes(_cfg(model, kv), n) / 1024 for n in steps])
+    series = [(t(f"lm.kv_{k}"), [cache_bytes(replace(model.cfg, n_kv_heads=kv), n) / 1024 for n in steps])
               for k, kv in KV_CHOICES.items()]
     series.append((t("lm.measured"), [b / 1024 for b in trace.cache_bytes]))
-    ui.plot(plots.lines(steps, series, x_title=t("lm.tokens_cached"), y_title=t("lm.kib"),
-                        title=t("lm.growth_title"), markers_only=[t("lm.measured")]), key="lm.growth")
-    csv = "tokens," + ",".join(name for name, _ in series) + "\n" + "\n".join(
-        f"{n}," + ",".join(f"{s[1][i]:.4f}" for s in series) for i, n in enumerate(steps))
-    ui.download(t("lm.download_cache"), csv, "kv_cache_bytes.csv", "text/csv", key="lm.dl_cache")
-
-
-def _cfg(model, kv) -> LMConfig:
-    return LMConfig.from_dict(model.cfg.to_dict() | {"n_kv_heads": kv})
+    ui.plot(figures.lines(steps, series, x_title=t("lm.tokens_cached"), y_title=t("lm.kib"),
+                          title=t("lm.growth_title"), markers_only=[t("lm.measured")]), key="lm.growth")
+    ui.download(t("lm.download_cache"), columns_csv({"tokens": steps} | dict(series)), "kv_cache_bytes.csv",
+                "text/csv", key="lm.dl_cache")
 
 
 def exactness(model, length: int) -> None:
@@ -370,14 +359,14 @@ def exactness(model, length: int) -> None:
 
 def speed(kind: str) -> None:
     st.markdown(t("lm.speed_explain"))
-    times = lu.timings(KV_CHOICES[kind] or 4)
-    st.button(t("lm.measure_again"), key="lm.remeasure", on_click=lu.timings.clear, help=t("lm.measure_help"))
+    times = cached.timings(KV_CHOICES[kind] or 4)
+    st.button(t("lm.measure_again"), key="lm.remeasure", on_click=cached.timings.clear, help=t("lm.measure_help"))
     series = [(t("lm.with_cache"), [1000 * x for x in times["cache"]]),
               (t("lm.without_cache"), [1000 * x for x in times["full"]])]
-    ui.plot(plots.lines(lu.TIMING_LENGTHS, series, x_title=t("lm.tokens_before"), y_title=t("lm.ms_per_token"),
-                        title=t("lm.speed_title")), key="lm.speed")
-    csv = "tokens_before,ms_with_cache,ms_without_cache\n" + "\n".join(
-        f"{n},{a:.4f},{b:.4f}" for n, a, b in zip(lu.TIMING_LENGTHS, series[0][1], series[1][1]))
+    ui.plot(figures.lines(cached.TIMING_LENGTHS, series, x_title=t("lm.tokens_before"), y_title=t("lm.ms_per_token"),
+                          title=t("lm.speed_title")), key="lm.speed")
+    csv = columns_csv({"tokens_before": cached.TIMING_LENGTHS, "ms_with_cache": series[0][1],
+                       "ms_without_cache": series[1][1]})
     ui.download(t("lm.download_speed"), csv, "kv_cache_timing.csv", "text/csv", key="lm.dl_speed")
 
 
@@ -386,9 +375,9 @@ st.markdown(t("lm.intro"))
 ui.latex(r"x_{\ell+1} = x_\ell + \mathrm{Attn}(\mathrm{LN}(x_\ell)),\quad "
          r"\mathrm{Attn} = \mathrm{softmax}\!\left(\frac{QK^\top}{\sqrt{d_k}} + M\right)V,\quad "
          r"M_{ij} = -\infty \text{ for } j > i")
-lu.collect_finished()
-show_result()
-jobs.live(lu.JOB, draw_job)  # progress of a running job, above the tabs: seen from every tab
+cached.training.collect()  # a finished job: keep its model and why it stopped
+cached.training.show_result(result_text)
+cached.training.live(draw_job)  # progress of a running job, above the tabs: seen from every tab
 
 tab, boxes = ui.tabs(TABS, "tab", format_func=lambda k: t(f"lm.tab_{k}"))
 with boxes[tab]:  # only the open tab is drawn

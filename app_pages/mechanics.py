@@ -5,7 +5,8 @@ import streamlit as st
 
 from app_pages import _ui as ui
 from app_pages._ui import mechanics as cached
-from app_pages._ui.mechanics import figures as figs
+from app_pages._ui.mechanics import figures
+from viz_core import export
 from viz_core import mechanics as mech
 from viz_core.errors import InputError
 
@@ -21,11 +22,11 @@ SHAPE_NOTES = ("input", "proj", "view_split", "transpose_heads", "scores", "soft
 
 
 # ---------------------------------------------------------------- small helpers
-def _grid(figures: list, n_cols: int = 3, prefix: str = "fig") -> None:
+def _grid(figs: list, n_cols: int = 3, prefix: str = "fig") -> None:
     """Figures in rows of n_cols columns (they stack on a narrow screen)."""
-    for start in range(0, len(figures), n_cols):
+    for start in range(0, len(figs), n_cols):
         cols = st.columns(n_cols)
-        for col, (i, fig) in zip(cols, enumerate(figures[start:start + n_cols], start)):
+        for col, (i, fig) in zip(cols, enumerate(figs[start:start + n_cols], start)):
             with col:
                 ui.plot(fig, key=f"{prefix}_{i}")
 
@@ -125,7 +126,7 @@ def _stage_figures(s: mech.AttentionSteps) -> list:
     val = ui.t("mechanics.ax_value")
 
     def mat(z, title, rows=None, cols=None, x=fdim, y=tok_ax, **kw):
-        return figs.stage_matrix(z, title, rows=rows, cols=cols, x_title=x, y_title=y, value_name=val, **kw)
+        return figures.stage_matrix(z, title, rows=rows, cols=cols, x_title=x, y_title=y, value_name=val, **kw)
 
     out = []
     if s.x is not None:
@@ -193,7 +194,7 @@ def section_steps():
         if steps.dropped is not None:
             st.caption(ui.t("mechanics.dropout_note", p=p, sums=", ".join(f"{x:.2f}" for x in
                                                                           steps.dropped.sum(-1))))
-        ui.download(ui.t("mechanics.download_npz"), ui.npz_bytes(
+        ui.download(ui.t("mechanics.download_npz"), export.npz_bytes(
             tokens=steps.tokens, q=steps.q, k=steps.k, v=steps.v, scores=steps.scores, scaled=steps.scaled,
             weights=steps.weights, out=steps.out), "attention_steps.npz", "application/octet-stream",
             key="mechanics.dl_steps")
@@ -220,10 +221,11 @@ def _mask_figures(view: mech.MaskView) -> None:
     q_ax, k_ax, val = ui.t("mechanics.ax_query"), ui.t("mechanics.ax_key"), ui.t("mechanics.ax_value")
     kw = dict(rows=view.q_tokens, cols=view.k_tokens, x_title=k_ax, y_title=q_ax, value_name=val,
               dont_care=view.query_is_pad)
-    _grid([figs.stage_matrix(view.mask.astype(float), ui.t("mechanics.fig_mask"), prob=True, fmt=".0f", **kw),
-           figs.stage_matrix(view.masked, ui.t("mechanics.fig_masked_scores"), mask=view.mask, fmt=".2f", **kw),
-           figs.stage_matrix(view.weights["safe"], ui.t("mechanics.fig_weights"), prob=True, mask=view.mask,
-                             fmt=".2f", **kw)],
+    _grid([figures.stage_matrix(view.mask.astype(float), ui.t("mechanics.fig_mask"), prob=True, fmt=".0f", **kw),
+           figures.stage_matrix(view.masked, ui.t("mechanics.fig_masked_scores"), mask=view.mask, fmt=".2f",
+                                **kw),
+           figures.stage_matrix(view.weights["safe"], ui.t("mechanics.fig_weights"), prob=True, mask=view.mask,
+                                fmt=".2f", **kw)],
           prefix="mask")
     if view.query_is_pad.any():
         st.caption(ui.t("mechanics.dont_care_note"))
@@ -232,9 +234,9 @@ def _mask_figures(view: mech.MaskView) -> None:
 def _method_comparison(view: mech.MaskView) -> None:
     st.markdown(ui.t("mechanics.methods_intro"))
     q_ax, k_ax, val = ui.t("mechanics.ax_query"), ui.t("mechanics.ax_key"), ui.t("mechanics.ax_value")
-    _grid([figs.stage_matrix(view.weights[m], ui.t(f"mechanics.method_{m}"), rows=view.q_tokens,
-                             cols=view.k_tokens, x_title=k_ax, y_title=q_ax, value_name=val, prob=True,
-                             mask=view.mask, dont_care=view.query_is_pad, fmt=".2f")
+    _grid([figures.stage_matrix(view.weights[m], ui.t(f"mechanics.method_{m}"), rows=view.q_tokens,
+                                cols=view.k_tokens, x_title=k_ax, y_title=q_ax, value_name=val, prob=True,
+                                mask=view.mask, dont_care=view.query_is_pad, fmt=".2f")
            for m in mech.MASK_METHODS], n_cols=2, prefix="method")
     table = pd.DataFrame([{
         ui.t("mechanics.col_method"): ui.t(f"mechanics.method_{r['method']}"),
@@ -261,8 +263,9 @@ def section_masks():
     except InputError as exc:
         ui.show_error(exc)
         return
-    ui.plot(figs.padded_batch(batch.tokens, batch.is_pad, ui.t("mechanics.fig_batch"), ui.t("mechanics.ax_position"),
-                              ui.t("mechanics.ax_sentence"), ui.t("mechanics.pad")), key="batch")
+    ui.plot(figures.padded_batch(batch.tokens, batch.is_pad, ui.t("mechanics.fig_batch"),
+                                 ui.t("mechanics.ax_position"), ui.t("mechanics.ax_sentence"), ui.t("mechanics.pad")),
+            key="batch")
     if item >= len(batch.tokens):
         st.caption(ui.t("mechanics.item_clamped", item=len(batch.tokens) - 1))
     st.markdown(ui.t(f"mechanics.kind_{kind}_text"))
@@ -270,7 +273,7 @@ def section_masks():
                     item_shape=str(view.mask.shape)))
     _mask_figures(view)
     _method_comparison(view)
-    ui.download(ui.t("mechanics.download_npz"), ui.npz_bytes(
+    ui.download(ui.t("mechanics.download_npz"), export.npz_bytes(
         mask=view.mask, scores=view.scores, weights=view.weights["safe"], q_tokens=view.q_tokens,
         k_tokens=view.k_tokens, is_pad=batch.is_pad), "masks.npz", "application/octet-stream", key="mechanics.dl_mask")
 
@@ -316,9 +319,8 @@ def _kv_cache_part() -> None:
         kv = ui.select_slider(ui.t("mechanics.kv_heads"), options, "kv",
                             shape.n_kv_heads if shape.n_kv_heads in options else options[-1],
                             help=ui.t("mechanics.kv_help"))
-    rows = mech.kv_table(shape, ctx, batch)
-    chosen = next(i for i, r in enumerate(rows) if r["kv_heads"] == kv)
-    r = rows[chosen]
+    view = mech.kv_cache_view(shape, ctx, batch, kv)
+    r = view.rows[view.chosen]
     m = st.columns(4)
     m[0].metric(ui.t("mechanics.variant"), f"{r['variant']} ({kv}/{shape.n_heads})")
     m[1].metric(ui.t("mechanics.params_attn"), mech.format_count(r["params"]))
@@ -326,20 +328,18 @@ def _kv_cache_part() -> None:
     m[3].metric(ui.t("mechanics.kv_total", ctx=ctx, batch=batch), mech.format_bytes(r["bytes_total"]))
     st.caption(ui.t("mechanics.kv_shape_note", d_head=shape.head_dim, layers=shape.n_layers,
                     bytes=shape.bytes_per_value))
-    labels = [f"{x['kv_heads']} ({x['variant']})" for x in rows]
     c1, c2 = st.columns(2)
     with c1:
-        ui.plot(figs.variant_bars(labels, [x["bytes_total"] / 2**30 for x in rows], ui.t("mechanics.fig_kv"),
-                                  ui.t("mechanics.kv_heads"), "GiB", chosen,
-                                  [mech.format_bytes(x["bytes_total"]) for x in rows]), key="kv_bars")
+        ui.plot(figures.variant_bars(view.labels, view.total_gib, ui.t("mechanics.fig_kv"),
+                                     ui.t("mechanics.kv_heads"), "GiB", view.chosen, view.total_text), key="kv_bars")
     with c2:
-        ui.plot(figs.variant_bars(labels, [x["params"] / 1e6 for x in rows], ui.t("mechanics.fig_params"),
-                                  ui.t("mechanics.kv_heads"), ui.t("mechanics.millions"), chosen,
-                                  [mech.format_count(x["params"]) for x in rows]), key="param_bars")
-    ui.plot(figs.head_groups(mech.head_groups(shape.n_heads, kv), kv, ui.t("mechanics.fig_groups"),
-                             ui.t("mechanics.q_heads"), ui.t("mechanics.kv_heads_short")), key="groups")
+        ui.plot(figures.variant_bars(view.labels, view.params_millions, ui.t("mechanics.fig_params"),
+                                     ui.t("mechanics.kv_heads"), ui.t("mechanics.millions"), view.chosen,
+                                     view.params_text), key="param_bars")
+    ui.plot(figures.head_groups(view.groups, kv, ui.t("mechanics.fig_groups"), ui.t("mechanics.q_heads"),
+                                ui.t("mechanics.kv_heads_short")), key="groups")
     st.caption(ui.t("mechanics.groups_note", kv=kv, heads=shape.n_heads, g=shape.n_heads // kv))
-    ui.download(ui.t("mechanics.download_csv"), pd.DataFrame(rows).to_csv(index=False), "kv_cache.csv", "text/csv",
+    ui.download(ui.t("mechanics.download_csv"), export.records_csv(view.rows), "kv_cache.csv", "text/csv",
                 key="mechanics.dl_kv")
 
 
@@ -358,11 +358,12 @@ def _variant_outputs() -> None:
     tok = [f"t{i}" for i in range(n)]
     titles = [f"{name} (H_kv = {k})" for name, k in zip(res.names, res.kv_heads)]
     q_ax, k_ax, val = ui.t("mechanics.ax_query"), ui.t("mechanics.ax_key"), ui.t("mechanics.ax_value")
-    _grid([figs.stage_matrix(o, ui.t("mechanics.fig_out", name=t), rows=tok, x_title=ui.t("mechanics.ax_feature"),
-                             y_title=ui.t("mechanics.ax_token"), value_name=val, fmt=".2f")
+    _grid([figures.stage_matrix(o, ui.t("mechanics.fig_out", name=t), rows=tok,
+                                x_title=ui.t("mechanics.ax_feature"), y_title=ui.t("mechanics.ax_token"),
+                                value_name=val, fmt=".2f")
            for o, t in zip(res.outputs, titles)] +
-          [figs.stage_matrix(w[head], ui.t("mechanics.fig_head_w", name=t, head=head), rows=tok, cols=tok,
-                             x_title=k_ax, y_title=q_ax, value_name=val, prob=True, fmt=".2f")
+          [figures.stage_matrix(w[head], ui.t("mechanics.fig_head_w", name=t, head=head), rows=tok, cols=tok,
+                                x_title=k_ax, y_title=q_ax, value_name=val, prob=True, fmt=".2f")
            for w, t in zip(res.weights, titles)], prefix="variant")
     st.dataframe(pd.DataFrame({ui.t("mechanics.variant"): titles,
                                ui.t("mechanics.params_module"): res.params,
@@ -371,8 +372,8 @@ def _variant_outputs() -> None:
     eq = cached.equivalence_check(d_model, heads, 0)
     st.success(ui.t("mechanics.equivalence", mha=f"{max(eq['mha_out'], eq['mha_weights']):.1e}",
                     mqa=f"{eq['mqa_out']:.1e}"))
-    ui.download(ui.t("mechanics.download_npz"), ui.npz_bytes(outputs=res.outputs, weights=res.weights,
-                                                             kv_heads=res.kv_heads), "mha_gqa_mqa.npz",
+    ui.download(ui.t("mechanics.download_npz"), export.npz_bytes(outputs=res.outputs, weights=res.weights,
+                                                                 kv_heads=res.kv_heads), "mha_gqa_mqa.npz",
                 "application/octet-stream", key="mechanics.dl_variants")
 
 
@@ -405,21 +406,20 @@ def section_cross():
         return
     st.table(pd.DataFrame({ui.t("mechanics.col_tensor"): list(res.shapes),
                            ui.t("mechanics.col_shape"): [str(s) for s in res.shapes.values()]}), hide_index=True)
-    pads = np.array([t == mech.PAD for t in res.k_tokens])
-    mask = np.repeat(pads[None, :], len(res.q_tokens), axis=0)
     c1, c2 = st.columns(2)
     with c1:
-        ui.plot(figs.stage_matrix(res.weights[head], ui.t("mechanics.fig_cross_w", head=head), rows=res.q_tokens,
-                                  cols=res.k_tokens, x_title=ui.t("mechanics.ax_source_key"),
-                                  y_title=ui.t("mechanics.ax_target_query"), value_name=ui.t("mechanics.ax_value"),
-                                  prob=True, mask=mask), key="cross_w")
+        ui.plot(figures.stage_matrix(res.weights[head], ui.t("mechanics.fig_cross_w", head=head),
+                                     rows=res.q_tokens, cols=res.k_tokens, x_title=ui.t("mechanics.ax_source_key"),
+                                     y_title=ui.t("mechanics.ax_target_query"),
+                                     value_name=ui.t("mechanics.ax_value"), prob=True, mask=res.pad_mask),
+                key="cross_w")
     with c2:
-        ui.plot(figs.stage_matrix(res.out, ui.t("mechanics.fig_cross_out"), rows=res.q_tokens,
-                                  x_title=ui.t("mechanics.ax_feature"), y_title=ui.t("mechanics.ax_target_query"),
-                                  value_name=ui.t("mechanics.ax_value"), fmt=".2f"), key="cross_out")
+        ui.plot(figures.stage_matrix(res.out, ui.t("mechanics.fig_cross_out"), rows=res.q_tokens,
+                                     x_title=ui.t("mechanics.ax_feature"), y_title=ui.t("mechanics.ax_target_query"),
+                                     value_name=ui.t("mechanics.ax_value"), fmt=".2f"), key="cross_out")
     st.caption(ui.t("mechanics.cross_note"))
-    ui.download(ui.t("mechanics.download_npz"), ui.npz_bytes(weights=res.weights, out=res.out,
-                                                             q_tokens=res.q_tokens, k_tokens=res.k_tokens),
+    ui.download(ui.t("mechanics.download_npz"), export.npz_bytes(weights=res.weights, out=res.out,
+                                                                 q_tokens=res.q_tokens, k_tokens=res.k_tokens),
                 "cross_attention.npz", "application/octet-stream", key="mechanics.dl_cross")
 
 
@@ -443,10 +443,21 @@ def section_additive():
     tok = steps.tokens
     kw = dict(rows=tok, cols=tok, x_title=ui.t("mechanics.ax_key"), y_title=ui.t("mechanics.ax_query"),
               value_name=ui.t("mechanics.ax_value"))
-    _grid([figs.stage_matrix(res.dot_scores, ui.t("mechanics.fig_dot_scores"), **kw),
-           figs.stage_matrix(res.add_scores, ui.t("mechanics.fig_add_scores"), **kw),
-           figs.stage_matrix(res.dot_weights, ui.t("mechanics.fig_dot_w"), prob=True, **kw),
-           figs.stage_matrix(res.add_weights, ui.t("mechanics.fig_add_w"), prob=True, **kw)], n_cols=2, prefix="add")
+    _grid([figures.stage_matrix(res.dot_scores, ui.t("mechanics.fig_dot_scores"), **kw),
+           figures.stage_matrix(res.add_scores, ui.t("mechanics.fig_add_scores"), **kw),
+           figures.stage_matrix(res.dot_weights, ui.t("mechanics.fig_dot_w"), prob=True, **kw),
+           figures.stage_matrix(res.add_weights, ui.t("mechanics.fig_add_w"), prob=True, **kw)],
+          n_cols=2, prefix="add")
+    sweep = _additive_cost(n, d_k, d_h)
+    st.caption(ui.t("mechanics.additive_note"))
+    ui.download(ui.t("mechanics.download_npz"), export.npz_bytes(
+        tokens=tok, q=steps.q, k=steps.k, v=steps.v, dot_scores=res.dot_scores, add_scores=res.add_scores,
+        dot_weights=res.dot_weights, add_weights=res.add_weights, **sweep.arrays()),
+        "additive_vs_dot.npz", "application/octet-stream", key="mechanics.dl_additive")
+
+
+def _additive_cost(n: int, d_k: int, d_h: int) -> mech.CostSweep:
+    """The cost of both scores at this N (a table) and as N grows (curves); returns the sweep for the download."""
     cost = mech.attention_cost(n, n, d_k, d_h)
     st.dataframe(pd.DataFrame({
         ui.t("mechanics.col_method"): [ui.t("mechanics.dot"), ui.t("mechanics.additive")],
@@ -454,21 +465,12 @@ def section_additive():
         ui.t("mechanics.col_tanh"): [0, cost["additive"]["tanh"]],
         ui.t("mechanics.col_memory"): [cost["dot"]["memory"], cost["additive"]["memory"]]}),
         hide_index=True, width="stretch")
-    ns = [2 ** i for i in range(3, 14)]
-    costs = [mech.attention_cost(x, x, d_k, d_h) for x in ns]
-    ui.plot(figs.cost_curves(ns, {ui.t("mechanics.dot"): ([c["dot"]["macs"] for c in costs],
-                                                          [c["dot"]["memory"] for c in costs]),
-                                  ui.t("mechanics.additive"): ([c["additive"]["macs"] for c in costs],
-                                                               [c["additive"]["memory"] for c in costs])},
-                             ui.t("mechanics.fig_cost", d_k=d_k, d_h=d_h), "N", ui.t("mechanics.col_macs"),
-                             ui.t("mechanics.col_memory")), key="cost")
-    st.caption(ui.t("mechanics.additive_note"))
-    ui.download(ui.t("mechanics.download_npz"), ui.npz_bytes(
-        tokens=tok, q=steps.q, k=steps.k, v=steps.v, dot_scores=res.dot_scores, add_scores=res.add_scores,
-        dot_weights=res.dot_weights, add_weights=res.add_weights, n=np.array(ns),
-        dot_macs=[c["dot"]["macs"] for c in costs], additive_macs=[c["additive"]["macs"] for c in costs],
-        dot_memory=[c["dot"]["memory"] for c in costs], additive_memory=[c["additive"]["memory"] for c in costs]),
-        "additive_vs_dot.npz", "application/octet-stream", key="mechanics.dl_additive")
+    sweep = mech.cost_sweep(d_k, d_h)
+    ui.plot(figures.cost_curves(sweep.n, {ui.t("mechanics.dot"): (sweep.dot_macs, sweep.dot_memory),
+                                          ui.t("mechanics.additive"): (sweep.additive_macs, sweep.additive_memory)},
+                                ui.t("mechanics.fig_cost", d_k=d_k, d_h=d_h), "N", ui.t("mechanics.col_macs"),
+                                ui.t("mechanics.col_memory")), key="cost")
+    return sweep
 
 
 # ---------------------------------------------------------------- page

@@ -5,9 +5,9 @@ import streamlit as st
 
 from app_pages import _ui as ui
 from app_pages._ui import optimizers as cached
-from app_pages._ui.optimizers import figures as plots
+from app_pages._ui.optimizers import figures
 from viz_core import optimizers as opt
-from viz_core import schedules, surfaces
+from viz_core import export, schedules, surfaces
 from viz_core.errors import InputError
 
 NS = "optimizers"
@@ -179,15 +179,15 @@ def downloads(result: opt.RaceResult) -> None:
                        **{f"{tr.name}_{k}": v for k, v in tr.state.items()}})
     arrays["lr_multiplier"] = result.lr_schedule
     n = max(len(tr.loss) for tr in result.trajectories)
-    table = pd.DataFrame({"step": np.arange(n), **{
+    table = export.columns_csv({"step": np.arange(n), **{
         f"{tr.name}_{c}": np.pad(v, (0, n - len(v)), constant_values=np.nan)
         for tr in result.trajectories for c, v in (("x", tr.path[:, 0]), ("y", tr.path[:, 1]), ("loss", tr.loss))}})
     c1, c2 = st.columns(2)
     with c1:
-        ui.download(ui.t("optimizers.download_npz"), ui.npz_bytes(**arrays), "optimizer_race.npz",
+        ui.download(ui.t("optimizers.download_npz"), export.npz_bytes(**arrays), "optimizer_race.npz",
                     "application/octet-stream", key="optimizers.dl_npz")
     with c2:
-        ui.download(ui.t("optimizers.download_csv"), table.to_csv(index=False), "optimizer_race.csv", "text/csv",
+        ui.download(ui.t("optimizers.download_csv"), table, "optimizer_race.csv", "text/csv",
                     key="optimizers.dl_csv")
 
 
@@ -202,10 +202,10 @@ def race_tab(cfg: opt.RaceConfig, result: opt.RaceResult, surface, labels) -> No
     nm = names()
     c1, c2 = st.columns(2)
     with c1:
-        ui.plot(plots.loss_figure(result.trajectories, nm, surface.f_min, labels), key="optimizers.loss_chart")
+        ui.plot(figures.loss_figure(result.trajectories, nm, surface.f_min, labels), key="optimizers.loss_chart")
     with c2:
         dist = {tr.name: surface.distance(tr.path) for tr in result.trajectories}
-        ui.plot(plots.distance_figure(result.trajectories, nm, dist, labels), key="optimizers.dist_chart")
+        ui.plot(figures.distance_figure(result.trajectories, nm, dist, labels), key="optimizers.dist_chart")
     st.dataframe(results_table(rows, bool(result.tuned)), hide_index=True, width="stretch")
     downloads(result)
 
@@ -217,7 +217,7 @@ def inside_tab(result: opt.RaceResult, labels) -> None:
         st.markdown(f"**{names()[n]}**: {ui.t(f'optimizers.explain_{n}')}")
         ui.latex(opt.LATEX[n])
     nm = names()
-    ui.plot(plots.step_size_figure(result.trajectories, nm, labels), key="optimizers.step_chart")
+    ui.plot(figures.step_size_figure(result.trajectories, nm, labels), key="optimizers.step_chart")
     st.caption(ui.t("optimizers.step_caption"))
     state_viewer(result, labels)
 
@@ -231,7 +231,7 @@ def state_viewer(result: opt.RaceResult, labels) -> None:
                        format_func=nm.get)
     tr = next(tr for tr in result.trajectories if tr.name == who)
     title = ui.t("optimizers.fig_state_title", name=nm[who])
-    ui.plot(plots.state_figure(tr, state_names(), {**labels, "state_title": title}), key="optimizers.state_chart")
+    ui.plot(figures.state_figure(tr, state_names(), {**labels, "state_title": title}), key="optimizers.state_chart")
     st.caption(ui.t("optimizers.state_caption"))
 
 
@@ -242,7 +242,8 @@ def schedules_tab(sched: schedules.ScheduleConfig, steps: int, lr: float, labels
              r"\mathrm{warmup}^{-1.5}\right)")
     curves = cached.schedule_curves(sched, steps, lr)
     named = {ui.t(f"optimizers.sched_{k}"): v for k, v in curves.items()}
-    ui.plot(plots.schedule_figure(named, ui.t(f"optimizers.sched_{sched.kind}"), labels), key="optimizers.sched_chart")
+    ui.plot(figures.schedule_figure(named, ui.t(f"optimizers.sched_{sched.kind}"), labels),
+            key="optimizers.sched_chart")
     paper_schedule(labels)
 
 
@@ -260,7 +261,7 @@ def paper_schedule(labels) -> None:
     except InputError as exc:  # a fragment rerun is outside the page's try: say what is wrong here
         ui.show_error(exc)
         return
-    ui.plot(plots.transformer_schedule_figure(steps, paper, labels), key="optimizers.paper_chart")
+    ui.plot(figures.transformer_schedule_figure(steps, paper, labels), key="optimizers.paper_chart")
     st.caption(ui.t("optimizers.paper_caption", peak=f"{peak:.3e}", warmup=warmup))
 
 

@@ -2,12 +2,13 @@
 rotary encodings. Seven parts, one drawn at a time (the choice lives in the URL)."""
 from functools import partial
 
-import numpy as np
 import pandas as pd
 import streamlit as st
 
 from app_pages import _ui as ui
-from app_pages._ui import positions as cache
+from app_pages._ui import positions as cached
+from viz_core import export
+from viz_core import position_demos as demos
 from viz_core import positional as P
 from viz_core.errors import InputError
 from viz_core.plots import positions as plots
@@ -19,7 +20,7 @@ ui.setup("positions")
 
 
 def _npz_button(label_key: str, file_name: str, key: str, **arrays) -> None:
-    ui.download(ui.t(label_key), partial(ui.npz_bytes, **arrays), file_name, "application/octet-stream", key=key)
+    ui.download(ui.t(label_key), partial(export.npz_bytes, **arrays), file_name, "application/octet-stream", key=key)
 
 
 def _ranged_slider(label: str, lo: int, hi: int, param: str, default: int, container=st, **kw) -> int:
@@ -39,7 +40,7 @@ def _sizes() -> tuple[int, int]:
     return max_len, d_model
 
 
-def _thinned_caption(view: cache.TableView) -> None:
+def _thinned_caption(view: demos.TableView) -> None:
     if (len(view.rows), len(view.cols)) != tuple(view.shape):
         st.caption(ui.t("positions.thinned", rows=len(view.rows), cols=len(view.cols), n=view.shape[0],
                         d=view.shape[1]))
@@ -54,13 +55,13 @@ def part_heatmap() -> None:
     if max_len == 0:
         st.info(ui.t("positions.empty_len"))
         return
-    view = cache.encoding_view(max_len, d_model)
+    view = cached.encoding_view(max_len, d_model)
     ui.plot(plots.encoding_heatmap(view.values, view.rows, view.cols, title=ui.t("positions.heatmap_title"),
                                    x_title=ui.t("positions.dimension"), y_title=ui.t("positions.position"),
                                    value_name=ui.t("positions.value"), max_ticks=10), key="pe_heatmap")
     _thinned_caption(view)
     _npz_button("positions.download_pe", f"sinusoidal_pe_{max_len}x{d_model}.npz", "dl_pe",
-                pe=cache.encoding(max_len, d_model))
+                pe=cached.encoding(max_len, d_model))
     _waves(max_len, d_model)
 
 
@@ -79,8 +80,8 @@ def _waves(max_len: int, d_model: int) -> None:
     dim_a = _ranged_slider(ui.t("positions.dim_a"), 0, d_model - 1, "dim_a", 0, container=c1)
     dim_b = _ranged_slider(ui.t("positions.dim_b"), 0, d_model - 1, "dim_b", d_model // 2, container=c2)
     dims = tuple(dict.fromkeys((dim_a, dim_b)))
-    x_dense, dense, samples = cache.waves(max_len, d_model, dims)
-    ui.plot(plots.waves_figure(x_dense, dense, np.arange(max_len), samples, [_dim_name(j, d_model) for j in dims],
+    w = cached.waves(max_len, d_model, dims)
+    ui.plot(plots.waves_figure(w.x_dense, w.dense, w.positions, w.samples, [_dim_name(j, d_model) for j in dims],
                                title=ui.t("positions.waves_title"), x_title=ui.t("positions.position"),
                                y_title=ui.t("positions.value")), key="waves")
     st.caption(ui.t("positions.waves_caption"))
@@ -104,7 +105,7 @@ def part_similarity() -> None:
         return
     cosine = ui.radio(ui.t("positions.measure"), ("dot", "cosine"), "measure",
                       format_func=lambda m: ui.t(f"positions.measure_{m}")) == "cosine"
-    v = cache.similarity_view(max_len, d_model, cosine)
+    v = cached.similarity_view(max_len, d_model, cosine)
     value_name = ui.t("positions.measure_cosine") if cosine else ui.t("positions.measure_dot")
     ui.plot(plots.similarity_heatmap(v.sim, v.idx, title=ui.t("positions.sim_title"),
                                      axis_title=ui.t("positions.position"), value_name=value_name, max_ticks=10),
@@ -114,19 +115,17 @@ def part_similarity() -> None:
     st.metric(ui.t("positions.deviation"), f"{v.deviation:.2e}", help=ui.t("positions.deviation_help"))
     if d_model % 2:
         st.info(ui.t("positions.odd_similarity", d=d_model))
-    _similarity_profile(v, max_len, d_model, cosine, value_name)
+    _similarity_profile(v, max_len, cosine, value_name)
     _npz_button("positions.download_sim", f"pe_similarity_{max_len}x{d_model}.npz", "dl_sim",
                 positions=v.idx, similarity=v.sim)
 
 
-def _similarity_profile(v: cache.SimilarityView, max_len: int, d_model: int, cosine: bool, value_name: str) -> None:
-    k = np.arange(max_len)
-    series = {ui.t("positions.from_pos", p=0): v.profile_0,
-              ui.t("positions.from_pos", p=v.mid): np.r_[v.profile_mid, np.full(v.mid, np.nan)]}
+def _similarity_profile(v: demos.SimilarityView, max_len: int, cosine: bool, value_name: str) -> None:
+    series = {ui.t("positions.from_pos", p=0): v.profile_0, ui.t("positions.from_pos", p=v.mid): v.profile_mid}
     if not cosine:
         series[ui.t("positions.theory")] = v.theory
-    ui.plot(plots.lines_figure(k, series, title=ui.t("positions.profile_title"), x_title=ui.t("positions.offset"),
-                               y_title=value_name, markers=max_len <= 80,
+    ui.plot(plots.lines_figure(v.offsets, series, title=ui.t("positions.profile_title"),
+                               x_title=ui.t("positions.offset"), y_title=value_name, markers=max_len <= 80,
                                dash={ui.t("positions.theory"): "dot", ui.t("positions.from_pos", p=v.mid): "dash"}),
             key="sim_profile")
     st.caption(ui.t("positions.profile_caption"))
@@ -146,8 +145,7 @@ def part_relative() -> None:
     k = _ranged_slider(ui.t("positions.shift"), 1, min(max_len - 1, 256), "shift", 4, container=c1)
     pair = _ranged_slider(ui.t("positions.pair_pick"), 0, d_model // 2 - 1, "pair", 0, container=c2)
     pos = _ranged_slider(ui.t("positions.pos_pick"), 0, max_len - 1 - k, "pos", 0, container=c3)
-    v = cache.rotation_view(max_len, d_model, k, pair)
-    angle = k * P.angular_frequencies(d_model)[pair]
+    v = cached.rotation_view(max_len, d_model, k, pair)
     left, right = st.columns(2)
     with left:
         ui.plot(plots.circle_figure(v.pair_values, pos, k, title=ui.t("positions.circle_title", i=pair),
@@ -155,7 +153,7 @@ def part_relative() -> None:
                                     y_title=ui.t("positions.circle_y", j=2 * pair + 1),
                                     all_name=ui.t("positions.all_positions"), from_name=f"PE({pos})",
                                     to_name=f"PE({pos + k})"), key="circle")
-        st.metric(ui.t("positions.angle", i=pair), f"{np.degrees(angle):.3f}°", help=ui.t("positions.angle_help"))
+        st.metric(ui.t("positions.angle", i=pair), f"{v.angle_deg:.3f}°", help=ui.t("positions.angle_help"))
     with right:
         ui.plot(plots.rotation_heatmap(v.corner, title=ui.t("positions.rot_title", k=k, c=len(v.corner)),
                                        axis_title=ui.t("positions.dimension"), value_name=ui.t("positions.value")),
@@ -165,7 +163,7 @@ def part_relative() -> None:
                 pair_values=v.pair_values, rotation_corner=v.corner, max_error_per_dimension=v.dim_errors)
 
 
-def _rotation_error(v: cache.RotationView, d_model: int, k: int) -> None:
+def _rotation_error(v: demos.RotationView, d_model: int, k: int) -> None:
     st.metric(ui.t("positions.max_error"), f"{v.max_error:.2e}", help=ui.t("positions.max_error_help"))
     ui.plot(plots.error_figure(v.dim_errors, title=ui.t("positions.error_title", k=k),
                                x_title=ui.t("positions.dimension"), y_title=ui.t("positions.error")), key="rot_err")
@@ -191,13 +189,14 @@ def part_example() -> None:
         return
     names = [ui.t("positions.row_e"), f"PE({p0})", ui.t("positions.row_sum", p=p0), f"PE({p1})",
              ui.t("positions.row_sum", p=p1)]
-    rows = np.stack([ex.embedding, ex.pe[0], ex.inputs[0], ex.pe[1], ex.inputs[1]])  # (5, d)
+    rows = ex.rows  # (5, d)
     ui.plot(plots.worked_heatmap(rows, names, title=ui.t("positions.example_title"),
                                  x_title=ui.t("positions.dimension"), y_title="", value_name=ui.t("positions.value")),
             key="example")
-    table = pd.DataFrame(rows, index=names, columns=[str(j) for j in range(rows.shape[1])])
-    st.dataframe(table.round(4))
-    ui.download(ui.t("positions.download_example"), table.to_csv(index_label=""),
+    dims = [str(j) for j in range(rows.shape[1])]
+    st.dataframe(pd.DataFrame(rows, index=names, columns=dims).round(4))
+    ui.download(ui.t("positions.download_example"),
+                export.csv_text(["", *dims], ([name, *row] for name, row in zip(names, rows))),
                 f"pe_example_{p0}_{p1}.csv", "text/csv", key="dl_example")
     st.metric(ui.t("positions.example_cos", p0=p0, p1=p1), f"{ex.cosine:.4f}", help=ui.t("positions.example_cos_help"))
     st.caption(ui.t("positions.example_caption"))
@@ -209,7 +208,7 @@ def part_scale() -> None:
     ui.latex(r"\begin{aligned}e_j \sim \mathcal{N}\!\left(0, \tfrac{1}{d_{model}}\right) &\Rightarrow "
              r"\lVert e\rVert \approx 1\\ \lVert \sqrt{d_{model}}\, e\rVert &\approx \sqrt{d_{model}}\\ "
              r"\lVert PE(pos)\rVert &= \sqrt{d_{model}/2}\end{aligned}")
-    s = cache.norm_study(NORM_DS)
+    s = cached.norm_study(NORM_DS)
     d_name = {"raw": ui.t("positions.norm_token"), "scaled": ui.t("positions.norm_scaled"),
               "pe": ui.t("positions.norm_pe")}
     left, right = st.columns(2)
@@ -225,7 +224,7 @@ def part_scale() -> None:
                                    y_title=ui.t("positions.cos_axis"), log_x=True), key="cos_share")
     d = ui.selectbox(ui.t("positions.scale_d"), NORM_DS[3:], "sd", default=512)
     i = list(s.d_models).index(d)
-    acc_raw, acc_scaled = cache.nearest_accuracies(NORM_DS[3:])[d]
+    acc_raw, acc_scaled = cached.nearest_accuracies(NORM_DS[3:])[d]
     cols = st.columns(4)
     cols[0].metric(d_name["raw"], f"{s.token_norm[i]:.3f}")
     cols[1].metric(d_name["scaled"], f"{s.scaled_norm[i]:.2f}")
@@ -254,12 +253,12 @@ def part_learned() -> None:
         st.info(ui.t("positions.no_learned"))
         return
     n = _ranged_slider(ui.t("positions.n_positions"), 8, int(learned.shape[0]), "n_pos", 128)
-    c = cache.comparison(learned, n)
+    c = cached.comparison(learned, n)
     names = {"learned": ui.t("positions.kind_learned"), "sinusoidal": ui.t("positions.kind_sinusoidal"),
              "rope": ui.t("positions.kind_rope")}
     _comparison_row(c, names, tables=True)
     _comparison_row(c, names, tables=False)
-    ui.plot(plots.lines_figure(np.arange(n), {names[k]: c.profiles[k] for k in names},
+    ui.plot(plots.lines_figure(c.offsets, {names[k]: c.profiles[k] for k in names},
                                title=ui.t("positions.cmp_profile_title"), x_title=ui.t("positions.offset"),
                                y_title=ui.t("positions.mean_cos"), markers=False), key="cmp_profile")
     st.dataframe(pd.DataFrame({ui.t("positions.col_kind"): list(names.values()),
@@ -269,10 +268,10 @@ def part_learned() -> None:
                  hide_index=True)
     st.caption(ui.t("positions.learned_caption", d=c.d_model))
     _npz_button("positions.download_learned", "minilm_position_embeddings.npz", "dl_learned",
-                learned=np.asarray(learned))
+                learned=learned)
 
 
-def _comparison_row(c: cache.Comparison, names: dict, tables: bool) -> None:
+def _comparison_row(c: demos.Comparison, names: dict, tables: bool) -> None:
     for col, kind in zip(st.columns(3), names):
         with col:
             if tables:
@@ -302,13 +301,12 @@ def part_order() -> None:
     seed = ui.number(ui.t("positions.seed"), 0, 9999, "seed", 0, container=c2, disabled=kind != "shuffle")
     d_model = ui.slider(ui.t("positions.order_d"), 2, 64, "od", 8, container=c3)
     try:
-        no_pe, with_pe = cache.order(tuple(P.parse_tokens(text)), kind, int(seed), d_model)
+        no_pe, with_pe = cached.order(tuple(P.parse_tokens(text)), kind, int(seed), d_model)
     except InputError as e:
         ui.show_error(e)
         return
-    tokens, perm = no_pe.tokens, no_pe.perm
-    st.text(ui.t("positions.permuted_sentence", text=" ".join(tokens[i] for i in perm)))
-    if np.array_equal([tokens[i] for i in perm], tokens):
+    st.text(ui.t("positions.permuted_sentence", text=" ".join(no_pe.permuted_tokens)))
+    if no_pe.permuted_tokens == no_pe.tokens:
         st.info(ui.t("positions.same_sentence"))
     m1, m2 = st.columns(2)
     m1.metric(ui.t("positions.diff_no_pe"), f"{no_pe.max_diff:.2e}")
@@ -318,15 +316,14 @@ def part_order() -> None:
 
 
 def _order_table(no_pe: P.OrderExperiment, with_pe: P.OrderExperiment) -> None:
-    tokens, perm = no_pe.tokens, no_pe.perm
-    diff = lambda r: np.linalg.norm(r.out_perm - r.out[perm], axis=1)  # noqa: E731  (N,)
     st.dataframe(pd.DataFrame({
-        ui.t("positions.col_token"): [tokens[i] for i in perm],
-        ui.t("positions.col_new_pos"): np.arange(len(perm)),
-        ui.t("positions.col_old_pos"): perm,
-        ui.t("positions.col_out0"): [f"{a:+.4f} / {b:+.4f}" for a, b in zip(no_pe.out_perm[:, 0], no_pe.out[perm, 0])],
-        ui.t("positions.col_diff_no_pe"): [f"{x:.1e}" for x in diff(no_pe)],
-        ui.t("positions.col_diff_pe"): [f"{x:.3f}" for x in diff(with_pe)],
+        ui.t("positions.col_token"): no_pe.permuted_tokens,
+        ui.t("positions.col_new_pos"): range(len(no_pe.perm)),
+        ui.t("positions.col_old_pos"): no_pe.perm,
+        ui.t("positions.col_out0"): [f"{a:+.4f} / {b:+.4f}"
+                                     for a, b in zip(no_pe.out_perm[:, 0], no_pe.expected[:, 0])],
+        ui.t("positions.col_diff_no_pe"): [f"{x:.1e}" for x in no_pe.row_difference],
+        ui.t("positions.col_diff_pe"): [f"{x:.3f}" for x in with_pe.row_difference],
     }), hide_index=True)
     st.caption(ui.t("positions.order_caption"))
 
@@ -335,7 +332,7 @@ def _order_figures(no_pe: P.OrderExperiment, with_pe: P.OrderExperiment) -> None
     case = ui.radio(ui.t("positions.inspect"), ("pe", "no_pe"), "inspect",
                     format_func=lambda c: ui.t(f"positions.inspect_{c}"))
     r = with_pe if case == "pe" else no_pe
-    permuted = [r.tokens[i] for i in r.perm]
+    permuted = r.permuted_tokens
     labels = dict(x_title=ui.t("positions.key"), y_title=ui.t("positions.query"), value_name=ui.t("positions.weight"))
     left, right = st.columns(2)
     with left:
@@ -343,7 +340,7 @@ def _order_figures(no_pe: P.OrderExperiment, with_pe: P.OrderExperiment) -> None
     with right:
         ui.plot(plots.weights_heatmap(r.weights_perm, permuted, title=ui.t("positions.w_perm"), **labels),
                 key="w_perm")
-    ui.plot(plots.difference_heatmap(r.out_perm - r.out[r.perm], permuted, title=ui.t("positions.diff_title"),
+    ui.plot(plots.difference_heatmap(r.difference, permuted, title=ui.t("positions.diff_title"),
                                      x_title=ui.t("positions.dimension"), y_title=ui.t("positions.col_token"),
                                      value_name=ui.t("positions.difference")), key="out_diff")
     _npz_button("positions.download_order", "order_experiment.npz", "dl_order", tokens=r.tokens, perm=r.perm,

@@ -1,11 +1,10 @@
 """Scaling page: why attention divides q.k by sqrt(d_k). Four parts, one shown at a time (?part= in the URL)."""
 import numpy as np
-import pandas as pd
 import streamlit as st
 
 from app_pages import _ui as ui
-from app_pages._ui import scaling as data
-from viz_core import scaling
+from app_pages._ui import scaling as cached
+from viz_core import export, scaling
 from viz_core.errors import InputError
 from viz_core.plots import scaling as plots
 from viz_core.plots.common import matrix_heatmap
@@ -42,7 +41,7 @@ def part_distribution() -> None:
     ui.latex(r"\operatorname{Var}\!\left(\frac{q\cdot k}{\sqrt{d_k}}\right)=\frac{d_k}{d_k}=1")
     d_k = dk_slider()
     with st.spinner(t("scaling.computing")):
-        sweep = data.variance_sweep()
+        sweep = cached.variance_sweep()
     i = sweep.index(d_k)
     raw = sweep.samples[i]
     c1, c2, c3 = st.columns(3)
@@ -65,15 +64,15 @@ def part_distribution() -> None:
              t("scaling.theory_one"))
     ui.plot(plots.variance_curve(sweep.d_ks, sweep.var_unscaled, sweep.var_scaled, d_k, names=names,
                                  x_title=t("scaling.axis_dk"), y_title=t("scaling.axis_variance"),
-                                 title=t("scaling.curve_title", n=f"{data.N_SAMPLES:,}")), key="var_curve")
+                                 title=t("scaling.curve_title", n=f"{cached.N_SAMPLES:,}")), key="var_curve")
     st.caption(t("scaling.dist_note"))
-    table = pd.DataFrame({"d_k": sweep.d_ks, "var_unscaled": sweep.var_unscaled, "var_scaled": sweep.var_scaled})
+    table = export.columns_csv({"d_k": sweep.d_ks, "var_unscaled": sweep.var_unscaled, "var_scaled": sweep.var_scaled})
     c1, c2 = st.columns(2)
     with c1:
-        ui.download(t("scaling.download_curve"), table.to_csv(index=False), "scaling_variance.csv", "text/csv",
+        ui.download(t("scaling.download_curve"), table, "scaling_variance.csv", "text/csv",
                     key="dl_curve")
     with c2:
-        ui.download(t("scaling.download_samples"), ui.npz_bytes(d_k=d_k, q_dot_k=raw, scaled=raw / np.sqrt(d_k)),
+        ui.download(t("scaling.download_samples"), export.npz_bytes(d_k=d_k, q_dot_k=raw, scaled=raw / np.sqrt(d_k)),
                     f"scaling_samples_dk{d_k}.npz", "application/octet-stream", key="dl_samples")
 
 
@@ -117,7 +116,7 @@ def onset_captions(sweep: scaling.SaturationSweep) -> None:
 
 
 def example_row_view(d_k: int, n: int, temp: float) -> None:
-    z = data.example_row(d_k, n)
+    z = cached.example_row(d_k, n)
     p = [scaling.softmax(scaling.row_logits(z, d_k, scaled, temp)) for scaled in (False, True)]
     st.subheader(t("scaling.example_header", n=n, d_k=d_k))
     ui.plot(plots.probability_bars(*p, names=(t("scaling.name_unscaled"), t("scaling.name_scaled")),
@@ -144,7 +143,7 @@ def part_softmax() -> None:
     ui.latex(r"J=\frac{\partial p}{\partial (z/sT)}=\operatorname{diag}(p)-p\,p^{\top}")
     ui.latex(r"\|J\|_F^2=\sum_i p_i^2(1-p_i)^2+\sum_{i\ne j} p_i^2\,p_j^2")
     d_k, n, temp = saturation_controls()
-    sweep = data.saturation_sweep(n, temp)
+    sweep = cached.saturation_sweep(n, temp)
     i = int(np.flatnonzero(sweep.d_ks == d_k)[0])
     c1, c2, c3 = st.columns(3)
     c1.metric(t("scaling.metric_max_p"), pair(*sweep.max_p[:, i]))
@@ -153,10 +152,10 @@ def part_softmax() -> None:
     onset_captions(sweep)
     saturation_figures(sweep, d_k)
     st.caption(t("scaling.softmax_note", rows=scaling.rows_for(n)))
-    table = pd.DataFrame({"d_k": sweep.d_ks, "max_p_unscaled": sweep.max_p[0], "max_p_scaled": sweep.max_p[1],
-                          "entropy_unscaled": sweep.entropy[0], "entropy_scaled": sweep.entropy[1],
-                          "jacobian_unscaled": sweep.jacobian_norm[0], "jacobian_scaled": sweep.jacobian_norm[1]})
-    ui.download(t("scaling.download_sweep"), table.to_csv(index=False), f"scaling_softmax_N{n}_T{temp}.csv",
+    table = export.columns_csv({"d_k": sweep.d_ks, "max_p_unscaled": sweep.max_p[0], "max_p_scaled": sweep.max_p[1],
+                                "entropy_unscaled": sweep.entropy[0], "entropy_scaled": sweep.entropy[1],
+                                "jacobian_unscaled": sweep.jacobian_norm[0], "jacobian_scaled": sweep.jacobian_norm[1]})
+    ui.download(t("scaling.download_sweep"), table, f"scaling_softmax_N{n}_T{temp}.csv",
                 "text/csv", key="dl_sweep")
     example_row_view(d_k, n, temp)
 
@@ -165,7 +164,7 @@ def part_softmax() -> None:
 def model_controls() -> tuple[str, int, int] | None:
     try:
         with st.spinner(t("scaling.loading")):
-            name, n_layers, n_heads = data.model_shape()
+            name, n_layers, n_heads = cached.model_shape()
     except InputError as exc:
         ui.show_error(exc)
         return None
@@ -217,7 +216,7 @@ def part_model() -> None:
     text, layer, head = chosen
     try:
         with st.spinner(t("scaling.loading")):
-            tokens, s, model_weights, qk = data.head_scores(text, layer, head)
+            tokens, s, model_weights, qk = cached.head_scores(text, layer, head)
     except InputError as exc:
         if "what" in exc.params:  # the model's text check names the box; say it in the user's language
             exc.params["what"] = t(f"attention.what_{exc.params['what']}")
@@ -226,7 +225,7 @@ def part_model() -> None:
     model_metrics(s, model_weights)
     model_figures(tokens, s)
     ui.download(t("scaling.download_model"),
-                ui.npz_bytes(tokens=tokens, q=qk[0], k=qk[1], scores=s.raw, weights_unscaled=s.weights_raw,
+                export.npz_bytes(tokens=tokens, q=qk[0], k=qk[1], scores=s.raw, weights_unscaled=s.weights_raw,
                              weights_scaled=s.weights_scaled, model_weights=model_weights),
                 f"scaling_layer{layer}_head{head}.npz", "application/octet-stream", key="dl_model")
 
@@ -256,12 +255,10 @@ def experiment_results(r: scaling.ExperimentResult) -> None:
             st.warning(t("scaling.truncated", limit=cfg.max_seconds, step=len(run.loss)))
     st.markdown(t("scaling.train_reading"))
     n = max(len(u.loss), len(s.loss))
-    table = pd.DataFrame({"step": np.arange(1, n + 1),
-                          "loss_unscaled": np.pad(u.loss, (0, n - len(u.loss)), constant_values=np.nan),
-                          "loss_scaled": np.pad(s.loss, (0, n - len(s.loss)), constant_values=np.nan),
-                          "max_weight_unscaled": np.pad(u.max_weight, (0, n - len(u.loss)), constant_values=np.nan),
-                          "max_weight_scaled": np.pad(s.max_weight, (0, n - len(s.loss)), constant_values=np.nan)})
-    ui.download(t("scaling.download_curves"), table.to_csv(index=False), f"scaling_training_dk{cfg.d_k}.csv",
+    pad = lambda v: np.pad(v, (0, n - len(v)), constant_values=np.nan)      # noqa: E731 - shorter run: empty cells
+    table = export.columns_csv({"step": np.arange(1, n + 1), "loss_unscaled": pad(u.loss), "loss_scaled": pad(s.loss),
+                                "max_weight_unscaled": pad(u.max_weight), "max_weight_scaled": pad(s.max_weight)})
+    ui.download(t("scaling.download_curves"), table, f"scaling_training_dk{cfg.d_k}.csv",
                 "text/csv", key="dl_train")
 
 
@@ -277,13 +274,13 @@ def part_train() -> None:
     done = st.session_state.setdefault("_scaling_trained", set())
     if st.button(t("scaling.train_button"), key="scaling.train", type="primary"):
         with st.spinner(t("scaling.training")):
-            data.experiment(d_k, steps)
+            cached.experiment(d_k, steps)
         done.add((d_k, steps))
     if (d_k, steps) not in done:
         st.info(t("scaling.train_prompt"))
         return
     with st.spinner(t("scaling.training")):
-        experiment_results(data.experiment(d_k, steps))
+        experiment_results(cached.experiment(d_k, steps))
 
 
 # ---------------------------------------------------------------- page

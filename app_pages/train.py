@@ -1,21 +1,23 @@
 """Train page: train a small encoder-decoder Transformer on a toy task, then look inside it.
 
 Reads top to bottom: task -> the running job's progress -> tabs (train, decode, attention, snapshots, save/load,
-compare; only the open one is drawn). A training job runs in its own thread (app_pages/_ui/jobs.py): no click, page
-switch or language switch touches it; only Stop does. A fragment draws its progress; the page keeps its result.
+compare; only the open one is drawn). A training job runs in its own thread (app_pages/_ui/training_job.py, shared
+with the Language-model page): no click, page switch or language switch touches it; only Stop does. A fragment draws
+its progress; the page keeps its result.
 """
 import numpy as np
 import streamlit as st
 
 from app_pages import _ui as ui
-from app_pages._ui import jobs
-from app_pages._ui import train as tu
-from viz_core.errors import InputError, report_unexpected
-from viz_core.seq2seq.model import ModelConfig
+from app_pages._ui import train as cached
+from viz_core.device import pick_device
+from viz_core.errors import InputError
+from viz_core.export import csv_text, npz_bytes
 from viz_core.plots import train as plots
+from viz_core.seq2seq.model import ModelConfig
 from viz_core.seq2seq.tasks import TASKS, make_task
-from viz_core.seq2seq.training import (TrainConfig, check_fits, checkpoint_zip, load_checkpoint_files, noam_lr, pick_device,
-                               read_upload)
+from viz_core.seq2seq.training import (TrainConfig, check_fits, checkpoint_zip, load_checkpoint_files, noam_lr,
+                                       read_upload)
 
 ui.setup("train")
 t = ui.t
@@ -51,8 +53,8 @@ def describe_model(model, origin: str) -> None:
     acc = info.get("val_exact")
     st.info(t(f"train.origin_{origin}", steps=info.get("steps", "?"), seconds=info.get("seconds", "?"),
               acc="?" if acc is None else f"{100 * acc:.1f}", device=info.get("device", "cpu")))
-    if origin != "shipped" and tu.shipped(model.task.name) is not None:
-        st.button(t("train.reset"), key="train.reset", on_click=tu.forget_model, args=(model.task.name,))
+    if origin != "shipped" and cached.shipped(model.task.name) is not None:
+        st.button(t("train.reset"), key="train.reset", on_click=cached.training.forget, args=(model.task.name,))
 
 
 # ---------------------------------------------------------------- train tab
@@ -91,7 +93,8 @@ def custom_settings() -> ModelConfig:
 def train_settings() -> TrainConfig:
     c = st.columns(3)
     seconds = ui.slider(t("train.seconds"), 1, 120, "seconds", 20, container=c[0], help=t("train.seconds_help"))
-    batch = ui.selectbox(t("train.batch"), [16, 32, 64, 128, 256, 512, 1024, 4096], "batch", TrainConfig.batch_size, container=c[1])
+    batch = ui.selectbox(t("train.batch"), [16, 32, 64, 128, 256, 512, 1024, 4096], "batch", TrainConfig.batch_size,
+                         container=c[1])
     target = ui.slider(t("train.target"), 0.5, 1.0, "target", 0.99, step=0.01, container=c[2],
                        help=t("train.target_help"))
     with st.expander(t("train.optimizer")):
@@ -118,7 +121,7 @@ def train_tab(task):
     train_cfg = train_settings()
     device = pick_device(train_cfg.force_cpu)
     st.caption(t("train.device", device=str(device)) + " " + t(f"train.device_note_{device.type}"))
-    fits, err = tu.safe(check_fits, task, model_cfg, train_cfg)
+    fits, err = ui.safe(check_fits, task, model_cfg, train_cfg)
     if err is not None:
         ui.show_error(err)
     else:
@@ -126,20 +129,23 @@ def train_tab(task):
         st.caption(t("train.size", params=f"{params:,}", mib=f"{need / 2 ** 20:.1f}"))
     with st.expander(t("train.schedule")):
         ui.plot(schedule_figure(model_cfg, train_cfg), key="train.schedule_fig")
-    running = tu.running()
-    if running:
+    if cached.training.running():
         st.caption(t("train.running_note"))
-    c1, c2 = st.columns(2)
-    c1.button(t("train.go"), key="train.go", type="primary", disabled=running or err is not None,
-              on_click=tu.start_job, args=("train", task, [("run", model_cfg, train_cfg)]))
-    c2.button(t("train.stop"), key="train.stop", disabled=not running, on_click=tu.stop_job)
+    cached.training.buttons(t("train.go"), "train.go", "train.stop", cached.build_run,
+                            ("train", task, [("run", model_cfg, train_cfg)]), refused=err is not None)
     return model_cfg, train_cfg
 
 
 # ---------------------------------------------------------------- decode tab
+def source_text(model) -> str:
+    """The source sequence the person types (one per task, shared by Decode and Attention)."""
+    return ui.text(t("train.input"), f"src_{model.task.name}", model.task.example, max_chars=200,
+                   help=t("train.input_help"))
+
+
 def decode_tab(model) -> str:
-    text = ui.text(t("train.input"), f"src_{model.task.name}", model.task.example, max_chars=200, help=t("train.input_help"))
-    trace, err = tu.safe(model.decode_trace, text)
+    text = source_text(model)
+    trace, err = ui.safe(model.decode_trace, text)
     if err is not None:
         ui.show_error(err)
         return ""
@@ -177,8 +183,8 @@ def step_view(trace) -> None:
         ui.plot(plots.decoding_heatmap(trace.probs, labels, trace.vocab, title=t("train.probs_title"),
                                        x_title=t("train.next_token"), y_title=t("train.decode_step"),
                                        value_name=t("train.probability")), key="train.probs")
-    csv = "step,chosen," + ",".join(trace.vocab) + "\n" + "\n".join(
-        f"{i + 1},{tok}," + ",".join(f"{p:.6f}" for p in row) for i, (tok, row) in enumerate(zip(trace.out, trace.probs)))
+    csv = csv_text(["step", "chosen", *trace.vocab],
+                   ([i + 1, tok, *row] for i, (tok, row) in enumerate(zip(trace.out, trace.probs))))
     ui.download(t("train.download_probs"), csv, "next_token_probs.csv", "text/csv", key="train.dl_probs")
 
 
@@ -224,13 +230,13 @@ def attention_tab(model, text: str) -> None:
     ui.latex(r"M_{ij} \in \{0, -\infty\}")
     kind, layer, head = kind_layer_head(model, "")
     st.caption(t(f"train.kind_{kind}_help"))
-    result, err = tu.safe(model.attention, text)
+    result, err = ui.safe(model.attention, text)
     if err is not None:
         ui.show_error(err)
         return
     draw_maps(result.maps[CAPTURE[kind].format(layer)], kind, head, result.src, result.tgt_in, "train.attn")
     arrays = {name.replace(".", "_"): w for name, w in result.maps.items()}
-    ui.download(t("train.download_attn"), ui.npz_bytes(src=result.src, tgt_in=result.tgt_in, **arrays),
+    ui.download(t("train.download_attn"), npz_bytes(src=result.src, tgt_in=result.tgt_in, **arrays),
                 "attention.npz", "application/octet-stream", key="train.dl_attn")
 
 
@@ -264,10 +270,10 @@ def on_upload() -> None:
     st.session_state["train.upload_error"] = None
     if not files:
         return
-    model, err = tu.safe(lambda: load_checkpoint_files(read_upload(tu.read_uploads(files))))
+    model, err = ui.safe(lambda: load_checkpoint_files(read_upload(cached.read_uploads(files))))
     st.session_state["train.upload_error"] = err
     if model is not None:
-        tu.keep_model(model.task.name, model, "uploaded")
+        cached.training.keep(model.task.name, model, "uploaded")
         ui.set_state("task", model.task.name)
 
 
@@ -303,17 +309,14 @@ def compare_tab(task, base: ModelConfig, train_cfg: TrainConfig) -> dict:
     cfg = TrainConfig.from_dict(train_cfg.to_dict() | {"max_steps": steps, "max_seconds": 120.0,
                                                         "target_accuracy": None})
     runs = [(label, m, cfg) for label, m in variants(kind, base)]
-    errors = (tu.safe(check_fits, task, m, c)[1] for _, m, c in runs)
+    errors = (ui.safe(check_fits, task, m, c)[1] for _, m, c in runs)
     refused = next((e for e in errors if e is not None), None)
     if refused is not None:  # the same budget as the Train tab, for every variant
         ui.show_error(refused)
-    running = tu.running()
-    c1, c2 = st.columns(2)
-    c1.button(t("train.cmp_go"), key="train.cmp_go", disabled=running or refused is not None, on_click=tu.start_job,
-              args=(f"compare:{kind}", task, runs))
-    c2.button(t("train.stop"), key="train.cmp_stop", disabled=not running, on_click=tu.stop_job)
-    stored = tu.compare_runs().get((task.name, kind))
-    if stored and not running:
+    cached.training.buttons(t("train.cmp_go"), "train.cmp_go", "train.cmp_stop", cached.build_run,
+                            (f"compare:{kind}", task, runs), refused=refused is not None, primary=False)
+    stored = cached.training.comparisons().get((task.name, kind))
+    if stored and not cached.training.running():
         ui.plot(curves(stored), key="train.cmp_curves")
         compare_summary(stored)
 
@@ -332,67 +335,35 @@ def compare_summary(stored) -> None:
 
 
 # ---------------------------------------------------------------- the running job (its own thread; a fragment draws it)
-def draw_job(job) -> None:
-    """Progress of this session's job: queue place, progress bar, live curves (redrawn by a fragment)."""
-    runs = tu.train_runs(job)
-    if job.status == "queued":
-        st.info(t("train.queued", n=job.queue_position))
-        st.button(t("train.stop"), key="train.queue_stop", on_click=tu.stop_job)
-        return
-    index = runs.active()
-    label, trainer = runs.runs[index]
+def draw_job(job, run) -> None:
+    """Progress of this session's job: progress bar and live curves (redrawn by a fragment)."""
+    index = run.active()
+    trainer = run.trainer
     history = list(trainer.history)
     hist = history[-1] if history else None
     share = min(1.0, max(trainer.seconds / trainer.train_cfg.max_seconds,
                          trainer.step / (trainer.train_cfg.max_steps or 10 ** 9)))
     st.progress(1.0 if job.done else share,
-                text=t("train.progress", run=index + 1, runs=len(runs.runs), step=trainer.step,
+                text=t("train.progress", run=index + 1, runs=len(run.trainers), step=trainer.step,
                        seconds=f"{trainer.seconds:.1f}",
                        acc="–" if hist is None or hist.val_exact is None else f"{100 * hist.val_exact:.1f}%",
                        tps=f"{trainer.tokens / max(trainer.seconds, 1e-9):,.0f}"))
-    drawn = [(lab, [m.to_dict() for m in list(tr.history)]) for lab, tr in runs.runs if tr.history]
+    drawn = run.curves()
     if drawn:
         ui.plot(curves(drawn), key="train.live_curves")
 
 
-def finish_job(job) -> None:
-    """Keep the result of a finished job (the trained model, or the comparison curves) and say why it stopped."""
-    runs = tu.train_runs(job)
-    trainer = runs.runs[0][1]
-    last = runs.runs[-1][1]
-    if job.status == "error":
-        st.session_state[tu.RESULT_KEY] = ("failed", report_unexpected(job.error, "train job"), trainer.step, None)
-    elif runs.kind == "train":
-        acc = trainer.history[-1].val_exact if trainer.history else None
-        if trainer.reason in ("nan", "diverged"):
-            st.session_state[tu.RESULT_KEY] = ("error", trainer.reason, trainer.step, acc)
-        elif trainer.step > 0:
-            tu.keep_model(runs.task_name, trainer.translator(), "trained")
-            st.session_state[tu.RESULT_KEY] = ("ok", trainer.reason or "stopped", trainer.step, acc)
-        else:  # stopped before its first step (in line for a slot, or at once)
-            st.session_state[tu.RESULT_KEY] = ("ok", "unstarted", 0, None)
-    else:
-        key = (runs.task_name, runs.kind.split(":", 1)[1])
-        tu.compare_runs()[key] = [(label, [m.to_dict() for m in tr.history]) for label, tr in runs.runs
-                                  if tr.history]
-        # a run stopped while it waited in line never started: it has no reason of its own
-        st.session_state[tu.RESULT_KEY] = ("ok", last.reason or "unstarted", last.step, None)
+def result_text(result) -> str:
+    """Why the last run stopped, with its held-out accuracy unless it reached its target."""
+    text = t(f"train.reason_{result.reason}", step=result.step)
+    if result.accuracy is not None and result.reason != "target":
+        text += " " + t("train.reason_acc", acc=f"{100 * result.accuracy:.1f}")
+    return text
 
 
-def show_result() -> None:
-    """Why the last run stopped: success only when it reached its target, a note when it ran out of time or steps."""
-    result = st.session_state.get(tu.RESULT_KEY)
-    if result is None:
-        return
-    status, reason, step, acc = result
-    if status == "failed":  # reason holds the error id (the traceback is in the server's log)
-        st.error(t("common.unexpected_error", error_id=reason))
-        return
-    text = t(f"train.reason_{reason}", step=step)
-    if acc is not None and reason != "target":
-        text += " " + t("train.reason_acc", acc=f"{100 * acc:.1f}")
-    show = {"error": st.error}.get(status) or (st.success if reason in ("target", "steps") else st.info)
-    show(text)
+def reached(result) -> bool:
+    """Success only when the run reached its target or its step budget (a note when it ran out of time)."""
+    return result.reason in ("target", "steps")
 
 
 TABS = ("train", "decode", "attention", "snapshots", "save", "compare")
@@ -401,18 +372,16 @@ TABS = ("train", "decode", "attention", "snapshots", "save", "compare")
 st.markdown(t("train.intro"))
 ui.latex(r"\mathcal{L} = -\sum_t \sum_{v} q_t(v)\,\log p_\theta(v \mid y_{<t}, x)")
 ui.latex(r"q_t(v) = (1-\varepsilon)\,\mathbf{1}[v = y_t] + \varepsilon / V")
-finished = tu.collect_finished()
-if finished is not None:
-    finish_job(finished)
-jobs.live(tu.JOB, draw_job)  # progress of a running job, first thing under the intro: seen from every tab, and drawn
-#                              before the rest of the page when Train is pressed
+cached.training.collect()  # a finished job: keep its model (or a comparison's curves) and why it stopped
+cached.training.live(draw_job)  # progress of a running job, first thing under the intro: seen from every tab, and
+#                                 drawn before the rest of the page when Train is pressed
 try:
     task = choose_task()
 except InputError as exc:
     ui.show_error(exc)
     task = make_task("reverse")
-model, origin = tu.current_model(task.name)
-show_result()
+model, origin = cached.training.current(task.name)
+cached.training.show_result(result_text, good=reached)
 if model is not None:
     describe_model(model, origin)
 else:
@@ -422,7 +391,7 @@ tab, tabs = ui.tabs(TABS, "tab", format_func=lambda k: t(f"train.tab_{k}"))
 with tabs[tab]:  # only the open tab is drawn
     if tab == "train":
         model_cfg, train_cfg = train_tab(task)
-        if not tu.running() and model is not None and model.history:
+        if not cached.training.running() and model is not None and model.history:
             ui.plot(curves([(t("train.this_model"), model.history)]), key="train.curves")
     elif tab == "compare":
         with st.expander(t("train.cmp_settings")):
@@ -433,9 +402,7 @@ with tabs[tab]:  # only the open tab is drawn
     elif tab == "decode":
         decode_tab(model)
     elif tab == "attention":
-        text = ui.text(t("train.input"), f"src_{model.task.name}", model.task.example, max_chars=200,
-                       help=t("train.input_help"))
-        attention_tab(model, text)
+        attention_tab(model, source_text(model))
     elif tab == "snapshots":
         snapshots_tab(model)
     else:

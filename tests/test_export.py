@@ -17,10 +17,12 @@ def test_csv_quotes_what_would_split_a_row():
     assert read(text) == [["token", "p"], ["a,b", "0.5"], ['say "hi"', "1"], ["line\nbreak", ""]]
 
 
-def test_numbers_keep_seven_significant_digits_and_integers_stay_integers():
-    row = read(export.csv_text(["a", "b", "c", "d"], [[np.float32(1 / 3), 2.0e-12, np.int64(7), np.bool_(True)]]))[1]
-    assert row == ["0.3333333", "2e-12", "7", "1"]
-    assert abs(float(row[0]) - 1 / 3) < 1e-7
+def test_numbers_read_back_exactly_and_integers_stay_integers():
+    values = [np.float32(1 / 3), 1 / 3, 2.0e-12, np.float64(0.1), np.int64(7), np.bool_(True)]
+    row = read(export.csv_text(list("abcdef"), [values]))[1]
+    assert row == ["0.33333334", "0.3333333333333333", "2e-12", "0.1", "7", "1"]
+    assert np.float32(row[0]) == values[0] and float(row[1]) == values[1]
+    assert read(export.csv_text(["x", "y", "z"], [[np.nan, np.float32("nan"), float("inf")]]))[1] == ["", "", "inf"]
 
 
 def test_columns_and_records_give_the_same_file():

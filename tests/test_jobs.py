@@ -1,10 +1,13 @@
 """Background jobs (viz_core.jobs): work runs in its own thread, stops on request or when its session is gone, and
-waits for a server-wide slot in arrival order."""
+waits for a server-wide slot in arrival order. The training-job widget's runs (app_pages/_ui/training_job.py): their
+trainers one after the other, and one RunResult for every way a run ends."""
 import threading
 import time
+from dataclasses import replace
 
 import pytest
 
+from app_pages._ui.training_job import Run, RunResult, run_result
 from viz_core import jobs
 from viz_core.jobs import BackgroundJob, JobSlots
 from viz_core.settings import env_int
@@ -134,3 +137,100 @@ def test_a_queued_job_of_a_closed_session_leaves_the_queue(monkeypatch):
 def test_env_settings_are_read_safely(monkeypatch, raw, expected):
     monkeypatch.setenv("ATTN_TEST_INT", raw)
     assert env_int("ATTN_TEST_INT", 7) == expected
+
+
+# ---------------------------------------------------------------- the training-job widget's runs and results
+class FakeTrainer:
+    """What a Run needs of a trainer: run() yields until reason is set; request_stop(); step, history."""
+
+    def __init__(self, steps: int, end: str = "steps", delay: float = 0.0):
+        self.steps, self.end, self.delay = steps, end, delay
+        self.step, self.reason, self.history, self._stop = 0, None, [], False
+
+    @property
+    def done(self) -> bool:
+        return self.reason is not None
+
+    def request_stop(self) -> None:
+        self._stop = True
+
+    def run(self):
+        while self.reason is None:
+            time.sleep(self.delay)
+            self.step += 1
+            self.history.append({"step": self.step, "val_exact": self.step / self.steps})
+            self.reason = "stopped" if self._stop else self.end if self.step >= self.steps else None
+            yield self.step
+
+
+def run_job(run: Run, slots: JobSlots | None = None) -> BackgroundJob:
+    return BackgroundJob(run.work(), on_stop=run.stop, slots=slots, name="train").start()
+
+
+def accuracy(trainer) -> float | None:
+    return trainer.history[-1]["val_exact"] if trainer.history else None
+
+
+def test_a_run_trains_its_trainers_one_after_the_other_and_a_comparison_keeps_their_curves():
+    run = Run("reverse", [("a", FakeTrainer(3)), ("b", FakeTrainer(5, end="time"))], kind="compare:norm")
+    job = run_job(run)
+    assert job.join(5) and job.items == 8
+    assert run.comparison == "norm" and run.active() == 1 and run.trainer is run.trainers[1][1]
+    assert [(label, len(h)) for label, h in run.curves()] == [("a", 3), ("b", 5)]
+    assert run_result(job, run) == RunResult("ok", "time", "reverse", 5)
+
+
+def test_a_stopped_run_abandons_the_trainers_it_has_not_started():
+    run = Run("reverse", [("a", FakeTrainer(10_000, delay=0.001)), ("b", FakeTrainer(3))], kind="compare:heads")
+    job = run_job(run)
+    time.sleep(0.05)
+    job.stop()
+    assert job.join(2)
+    first, second = (tr for _, tr in run.trainers)
+    assert first.reason == "stopped" and 0 < first.step < 10_000
+    assert second.reason == "stopped" and second.step == 0
+    assert run_result(job, run) == RunResult("ok", "stopped", "reverse", 0)
+
+
+@pytest.mark.parametrize("steps, end, expected", [
+    (4, "target", RunResult("ok", "target", "sort", 4, 1.0)),
+    (2, "nan", RunResult("error", "nan", "sort", 2, 1.0)),
+    (3, "diverged", RunResult("error", "diverged", "sort", 3, 1.0)),
+])
+def test_a_plain_runs_result_says_why_it_ended(steps, end, expected):
+    run = Run("sort", [("run", FakeTrainer(steps, end=end))])
+    job = run_job(run)
+    assert job.join(5) and run.comparison is None
+    assert run_result(job, run, accuracy) == expected
+    assert run_result(job, run) == replace(expected, accuracy=None)  # a page that measures no accuracy
+
+
+@pytest.mark.parametrize("kind", ["train", "compare:scale"])
+def test_a_run_stopped_while_it_waits_in_line_is_unstarted(kind):
+    slots = JobSlots(1)
+    assert slots.acquire(-1, lambda: False)  # the only slot is busy elsewhere
+    try:
+        run = Run("copy", [("run", FakeTrainer(3))], kind=kind)
+        job = run_job(run, slots)
+        time.sleep(0.1)
+        assert job.status == "queued" and job.queue_position == 1
+        job.stop()
+        assert job.join(2) and job.status == "stopped"
+        assert run_result(job, run, accuracy) == RunResult("ok", "unstarted", "copy", 0)
+    finally:
+        slots.release(-1)
+
+
+def test_an_unexpected_error_is_a_failed_result_with_an_error_id():
+    class Broken(FakeTrainer):
+        def run(self):
+            yield from super().run()
+            raise RuntimeError("boom")
+
+    run = Run("date", [("run", Broken(2))])
+    job = run_job(run)
+    assert job.join(2) and job.status == "error"
+    result = run_result(job, run, accuracy)
+    assert (result.status, result.reason, result.task, result.step, result.accuracy) == ("failed", "error", "date", 2,
+                                                                                         None)
+    assert result.error_ref and len(result.error_ref) == 8

@@ -262,6 +262,51 @@ def test_kv_cache_arithmetic_of_known_models():
     assert mech.format_count(2_147_483_648) == "2.15 B" and mech.format_count(640) == "640"
 
 
+def test_kv_cache_view_is_what_the_bars_show():
+    """Mistral-7B (L 32, H 32, d_head 128, fp16) with H_kv = 8 at 4096 tokens: 2 L H_kv d_head bytes N B = 512 MiB."""
+    mistral = mech.PRESETS["mistral_7b"]
+    view = mech.kv_cache_view(mistral, 4096, 1, 8)
+    kv = [1, 2, 4, 8, 16, 32]
+    assert [r["kv_heads"] for r in view.rows] == kv and view.chosen == 3
+    assert view.labels == ["1 (MQA)", "2 (GQA)", "4 (GQA)", "8 (GQA)", "16 (GQA)", "32 (MHA)"]
+    np.testing.assert_allclose(view.total_gib, [2 * 32 * h * 128 * 2 * 4096 / 2**30 for h in kv], rtol=1e-15)
+    assert view.total_gib[3] == 0.5 and view.total_text[3] == "512 MiB" and view.total_text[-1] == "2 GiB"
+    params = [2 * 32 * 4096 * 128 * (32 + h) for h in kv]  # 2 L d_model d_head (H + H_kv): W_q and W_o, W_k and W_v
+    np.testing.assert_allclose(view.params_millions, [p / 1e6 for p in params], rtol=1e-15)
+    assert view.params_text[-1] == "2.15 B" and view.params_text[3] == "1.34 B"
+    assert view.groups == [i // 4 for i in range(32)]  # g(i) = i // (H / H_kv)
+    three = mech.kv_cache_view(mistral, 100, 3, 1)
+    assert three.chosen == 0 and three.groups == [0] * 32
+    assert three.total_gib[0] * 2**30 == 2 * 32 * 1 * 128 * 2 * 100 * 3
+    with pytest.raises(InputError) as e:
+        mech.kv_cache_view(mistral, 4096, 1, 3)
+    assert e.value.code == "mechanics.kv_not_divisor"
+    with pytest.raises(InputError):
+        mech.kv_cache_view(mistral, 0, 1, 8)
+
+
+def test_cost_sweep_against_the_formulas():
+    d_k, d_h = 64, 32
+    sweep = mech.cost_sweep(d_k, d_h)
+    n = [8, 16, 32, 64, 128, 256, 512, 1024, 2048, 4096, 8192]
+    assert sweep.n.tolist() == n
+    assert sweep.dot_macs.tolist() == [x * x * d_k for x in n]  # Q K^T: N^2 d_k
+    assert sweep.dot_memory.tolist() == [x * x for x in n]  # the (N, N) scores
+    assert sweep.additive_macs.tolist() == [2 * x * d_k * d_h + 2 * x * x * d_h for x in n]  # projections + pairs
+    assert sweep.additive_memory.tolist() == [x * x * d_h for x in n]  # the (N, N, d_h) hidden layer
+    assert sweep.additive_macs.dtype == np.int64 and sweep.additive_macs[-1] == 2 * 8192 * 64 * 32 + 2 * 8192**2 * 32
+    assert set(sweep.arrays()) == {"n", "dot_macs", "additive_macs", "dot_memory", "additive_memory"}
+    small = mech.cost_sweep(2, 8, ns=(3,))
+    assert (small.dot_macs[0], small.additive_macs[0]) == (18, 2 * 3 * 2 * 8 + 2 * 9 * 8)
+
+
+def test_cross_result_masks_the_pad_keys_for_every_query():
+    res = mech.cross_attention(["le", "chat", "dort"], ["the", mech.PAD, "cat", mech.PAD], 8, 2, seed=0,
+                               k_is_pad=[False, True, False, True])
+    np.testing.assert_array_equal(res.pad_mask, [[False, True, False, True]] * 3)
+    np.testing.assert_array_equal(res.weights[:, res.pad_mask], 0.0)  # what the hatching marks has no weight
+
+
 # ---------------------------------------------------------------- cross and additive attention
 def test_cross_attention_shapes_and_padding():
     res = mech.cross_attention(["le", "chat"], ["the", "cat", "sat", mech.PAD], 8, 2, seed=0,

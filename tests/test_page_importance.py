@@ -8,8 +8,9 @@ import numpy as np
 import pytest
 
 from tests.conftest import assert_clean, run_page, widget
-from tests.test_page_attention import folders_allowed, tiny_folders  # noqa: F401 - shared fixtures
+from tests.test_page_attention import folders_allowed, tiny_folders
 
+__all__ = ["folders_allowed", "tiny_folders"]  # the Attention page's fixtures, shared (pytest finds them here)
 TIMEOUT = 60
 
 
@@ -86,8 +87,8 @@ def test_t5_without_target_says_what_to_do(tiny_folders, folders_allowed):
 
 
 def test_npz_bytes_round_trip():
-    from app_pages import _ui as ui
-    data = np.load(io.BytesIO(ui.npz_bytes(effect=np.ones((2, 3)), metric="pair_cosine")))
+    from viz_core import export  # the one writer of the view's downloads
+    data = np.load(io.BytesIO(export.npz_bytes(effect=np.ones((2, 3)), metric="pair_cosine")))
     assert data["effect"].shape == (2, 3) and str(data["metric"]) == "pair_cosine"
 
 

@@ -90,8 +90,8 @@ def test_training_runs_as_a_job_and_replaces_the_shipped_model_zh():
     assert at.session_state["_jobs.lm"] is not None
     finish_training(at)
     assert_clean(at)
-    lm = at.session_state["lm.models"]["induction"]
-    assert lm.info["steps"] > 0 and lm.history and lm.snapshots
+    lm, origin = at.session_state["lm.models"]["induction"]
+    assert origin == "trained" and lm.info["steps"] > 0 and lm.history and lm.snapshots
     assert "你训练的模型" in texts(at.info)
     assert "归纳头" in texts(at.success)
     assert at.button(key="lm.stop_induction").disabled

@@ -6,6 +6,9 @@ torch and transformers are imported only by the modules that need them.
 from __future__ import annotations
 
 import importlib
+from pathlib import Path
+
+CHECKPOINTS_DIR = Path(__file__).parent / "checkpoints"  # the shipped checkpoints (seq2seq tasks, lm_*)
 
 _EXPORTS = {
     "scaled_dot_product_attention": "attention",
@@ -37,7 +40,14 @@ _EXPORTS = {
 __all__ = sorted(_EXPORTS)
 
 
-def __getattr__(name: str):
-    if name in _EXPORTS:
-        return getattr(importlib.import_module(f".{_EXPORTS[name]}", __name__), name)
-    raise AttributeError(f"module 'viz_core' has no attribute {name!r}")
+def lazy_exports(package: str, exports: dict[str, str]):
+    """A module-level __getattr__ (PEP 562) for package: name -> the attribute of its submodule exports[name], which
+    is imported on first use only."""
+    def __getattr__(name: str):
+        if name in exports:
+            return getattr(importlib.import_module(f".{exports[name]}", package), name)
+        raise AttributeError(f"module {package!r} has no attribute {name!r}")
+    return __getattr__
+
+
+__getattr__ = lazy_exports(__name__, _EXPORTS)

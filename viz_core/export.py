@@ -1,8 +1,8 @@
 """The files a visitor downloads: CSV text and NPZ archives, written one way for every page.
 
-CSV goes through the csv module (a token such as `a,b` or `"` is quoted, never splits a row); numbers are written with
-7 significant digits (float32 keeps about 7), so the file says what the figure shows. No pandas: importing it costs
-the server about 65 MB.
+CSV goes through the csv module (a token such as `a,b` or `"` is quoted, never splits a row); a number is written with
+the fewest digits that read back to exactly the same value (float32 as float32: 0.33333334, not 0.3333333432674408),
+so the file holds what the app computed, to the last digit.
 """
 from __future__ import annotations
 
@@ -14,11 +14,16 @@ import numpy as np
 
 
 def cell(value) -> str | int:
-    """One CSV cell: floats (numpy ones too) to 7 significant digits, integers and text as they are."""
+    """One CSV cell: a float as the shortest text that reads back to the same value (in its own precision), booleans
+    as 0 / 1, integers and text as they are; None and NaN (a missing number) as an empty cell."""
+    if isinstance(value, (float, np.floating)) and value != value:
+        return ""
     if isinstance(value, (bool, np.bool_)):
         return int(value)
-    if isinstance(value, (float, np.floating)):
-        return f"{float(value):.7g}"
+    if isinstance(value, np.floating):
+        return str(value)         # numpy's shortest round-trip text of that precision
+    if isinstance(value, float):
+        return repr(value)
     if isinstance(value, np.integer):
         return int(value)
     return "" if value is None else value

@@ -524,6 +524,32 @@ def kv_table(shape: ModelShape, n_tokens: int, batch: int) -> list[dict]:
     return rows
 
 
+@dataclass
+class KVCacheView:
+    """The KV-cache comparison of one model shape: every legal H_kv, the chosen one, and the numbers of its bars."""
+    rows: list[dict]           # kv_table: one row per H_kv (variant, params, bytes per token, bytes in total)
+    chosen: int                # index into rows of the chosen H_kv
+    labels: list[str]          # "8 (GQA)" per row
+    total_gib: np.ndarray      # (R,) KV cache of n_tokens x batch, GiB (2^30 bytes)
+    total_text: list[str]      # the same, readable ("12.5 GiB")
+    params_millions: np.ndarray  # (R,) attention parameters of all layers, millions
+    params_text: list[str]     # the same, readable ("537 M")
+    groups: list[int]          # (H,) KV head read by each query head under the chosen H_kv: g(i) = i // (H / H_kv)
+
+
+def kv_cache_view(shape: ModelShape, n_tokens: int, batch: int, n_kv_heads: int) -> KVCacheView:
+    """kv_table for every legal H_kv plus what its bars show: cache = 2 L H_kv d_head bytes N B,
+    params = 2 L d_model d_head (H + H_kv). InputError if n_kv_heads does not divide shape.n_heads."""
+    groups = head_groups(shape.n_heads, n_kv_heads)
+    rows = kv_table(shape, n_tokens, batch)
+    totals = np.array([r["bytes_total"] for r in rows], dtype=np.float64)  # (R,)
+    params = np.array([r["params"] for r in rows], dtype=np.float64)  # (R,)
+    return KVCacheView(rows, next(i for i, r in enumerate(rows) if r["kv_heads"] == n_kv_heads),
+                       [f"{r['kv_heads']} ({r['variant']})" for r in rows],
+                       totals / 2**30, [format_bytes(r["bytes_total"]) for r in rows],
+                       params / 1e6, [format_count(r["params"]) for r in rows], groups)
+
+
 def format_bytes(n: float) -> str:
     """1536 -> '1.5 KiB' (binary units)."""
     for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
@@ -555,6 +581,12 @@ class CrossResult:
     weights: np.ndarray        # (H, Nq, Nk)
     out: np.ndarray            # (Nq, d_model)
     shapes: dict[str, tuple]   # name -> shape of x_q, x_kv, Q, K, V, weights, out
+
+    @property
+    def pad_mask(self) -> np.ndarray:
+        """bool (Nq, Nk): True where the key is a pad (blocked for every query)."""
+        is_pad = np.array([tok == PAD for tok in self.k_tokens], dtype=bool)  # (Nk,)
+        return np.repeat(is_pad[None, :], len(self.q_tokens), axis=0)  # (Nq, Nk)
 
 
 def cross_attention(q_tokens: list[str], k_tokens: list[str], d_model: int = 8, n_heads: int = 2,
@@ -613,3 +645,32 @@ def attention_cost(n_q: int, n_k: int, d_k: int, d_hidden: int) -> dict[str, dic
     add = {"macs": (n_q + n_k) * d_k * d_hidden + 2 * n_q * n_k * d_hidden, "memory": n_q * n_k * d_hidden,
            "tanh": n_q * n_k * d_hidden}
     return {"dot": dot, "additive": add}
+
+
+SWEEP_NS = tuple(2 ** i for i in range(3, 14))  # sequence lengths of the cost curves: 8 .. 8192
+
+
+@dataclass
+class CostSweep:
+    """attention_cost of both methods for N_q = N_k = N over a range of N (d_k, d_h fixed)."""
+    n: np.ndarray               # (K,) sequence lengths
+    dot_macs: np.ndarray        # (K,) N^2 d_k
+    dot_memory: np.ndarray      # (K,) N^2
+    additive_macs: np.ndarray   # (K,) 2 N d_k d_h + 2 N^2 d_h
+    additive_memory: np.ndarray  # (K,) N^2 d_h (also the number of tanh evaluations)
+
+    def arrays(self) -> dict[str, np.ndarray]:
+        """The curves by the names of the download file."""
+        return dict(n=self.n, dot_macs=self.dot_macs, additive_macs=self.additive_macs, dot_memory=self.dot_memory,
+                    additive_memory=self.additive_memory)
+
+
+def cost_sweep(d_k: int, d_hidden: int, ns=SWEEP_NS) -> CostSweep:
+    """The cost curves: attention_cost(N, N, d_k, d_hidden) for every N in ns, as int64 arrays."""
+    costs = [attention_cost(n, n, d_k, d_hidden) for n in ns]
+
+    def column(method: str, what: str) -> np.ndarray:
+        return np.array([c[method][what] for c in costs], dtype=np.int64)  # (K,)
+
+    return CostSweep(np.array(ns, dtype=np.int64), column("dot", "macs"), column("dot", "memory"),
+                     column("additive", "macs"), column("additive", "memory"))

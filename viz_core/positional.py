@@ -186,6 +186,11 @@ class WorkedExample:
     inputs: np.ndarray      # (2, d) embedding + PE: what the first layer sees
     cosine: float           # cosine similarity of the two inputs (1.0 would mean "the same vector")
 
+    @property
+    def rows(self) -> np.ndarray:
+        """The five rows the page shows: e, PE(p0), e + PE(p0), PE(p1), e + PE(p1), shape (5, d)."""
+        return np.stack([self.embedding, self.pe[0], self.inputs[0], self.pe[1], self.inputs[1]])  # (5, d)
+
 
 def parse_vector(text: str, max_dims: int = MAX_VECTOR) -> np.ndarray:
     """'1.0, 0.5, 0.8, 0.3' (commas and/or spaces) -> float64 (d,), 1 <= d <= max_dims. Raises InputError."""
@@ -335,6 +340,26 @@ class OrderExperiment:
     out: np.ndarray             # (N, d) attention output of the original sentence
     out_perm: np.ndarray        # (N, d) attention output of the permuted sentence
     max_diff: float             # max |out_perm - out[perm]|: ~1e-7 without PE, clearly > 0 with PE
+
+    @property
+    def permuted_tokens(self) -> list[str]:
+        """The permuted sentence, tokens[perm]."""
+        return [self.tokens[i] for i in self.perm]
+
+    @property
+    def expected(self) -> np.ndarray:
+        """out[perm], (N, d): what equivariance predicts for the permuted sentence."""
+        return self.out[self.perm]
+
+    @property
+    def difference(self) -> np.ndarray:
+        """out_perm - out[perm], (N, d): zero (up to rounding) without PE."""
+        return self.out_perm - self.expected
+
+    @property
+    def row_difference(self) -> np.ndarray:
+        """||out_perm[n] - out[perm[n]]|| per row of the permuted sentence, (N,)."""
+        return np.linalg.norm(self.difference, axis=1)
 
 
 def parse_tokens(text: str, max_tokens: int = MAX_TOKENS) -> list[str]:

@@ -8,12 +8,10 @@ Back / Forward and shared links (see state.py for how).
 from __future__ import annotations
 
 import html
-import io
 import re
 from collections.abc import Callable, Sequence
 from typing import Any
 
-import numpy as np
 import streamlit as st
 from streamlit.runtime.scriptrunner import get_script_run_ctx
 
@@ -312,11 +310,13 @@ def show_error(exc: Exception) -> None:
     st.error(t("common.unexpected_error", error_id=report_unexpected(exc, state.page())))
 
 
-def npz_bytes(**arrays) -> bytes:
-    """Arrays (numpy or lists of strings) as one .npz file in memory."""
-    buf = io.BytesIO()
-    np.savez_compressed(buf, **{k: np.asarray(v) for k, v in arrays.items()})
-    return buf.getvalue()
+def safe(fn, *args, **kw):
+    """(fn(*args, **kw), None), or (None, error) for bad input (InputError): the page shows the error with
+    show_error and keeps working."""
+    try:
+        return fn(*args, **kw), None
+    except InputError as exc:
+        return None, exc
 
 
 def download(label: str, data: bytes | str, file_name: str, mime: str, key: str | None = None) -> None:

@@ -1,12 +1,10 @@
-"""Cached derived data for the Attention page (statistics, rollout, export files)."""
+"""Cached derived data for the Attention page (statistics, rollout, the export archive)."""
 from __future__ import annotations
-
-import csv as _csv
-import io
 
 import numpy as np
 import streamlit as st
 
+from viz_core import export
 from viz_core.pretrained import head_analysis
 from viz_core.pretrained.result import AttentionResult
 
@@ -31,23 +29,8 @@ def rollout(name: str, text: str, pair: str, target: str) -> np.ndarray:
 def npz(name: str, text: str, pair: str, target: str) -> bytes:
     """Every layer and head of every map, plus tokens, as one .npz (built only when downloaded)."""
     r = result(name, text, pair, target)
-    arrays = dict(weights=r.weights, tokens=np.array(r.tokens), special=r.special, segments=r.segments)
+    arrays = dict(weights=r.weights, tokens=r.tokens, special=r.special, segments=r.segments)
     if r.decoder_weights is not None:
         arrays.update(decoder_weights=r.decoder_weights, cross_weights=r.cross_weights,
-                      decoder_tokens=np.array(r.decoder_tokens))
-    buf = io.BytesIO()
-    np.savez_compressed(buf, **arrays)
-    return buf.getvalue()
-
-
-def csv(matrix: np.ndarray, q_tokens: list[str], k_tokens: list[str]) -> str:
-    """One head as CSV: rows = queries, columns = keys, labelled 'index:token' (unique even when tokens repeat).
-
-    Plain csv module, not pandas: importing pandas alone costs the server ~65 MB of its 690 MB budget.
-    """
-    buf = io.StringIO()
-    writer = _csv.writer(buf)
-    writer.writerow(["query \\ key"] + [f"{j}:{t}" for j, t in enumerate(k_tokens)])
-    for i, (tok, row) in enumerate(zip(q_tokens, matrix)):
-        writer.writerow([f"{i}:{tok}"] + [f"{v:.7g}" for v in row])
-    return buf.getvalue()
+                      decoder_tokens=r.decoder_tokens)
+    return export.npz_bytes(**arrays)

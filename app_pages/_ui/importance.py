@@ -3,8 +3,6 @@ and token attribution (integrated gradients vs raw attention vs rollout). Cached
 from __future__ import annotations
 
 import contextlib
-import csv as _csv
-import io
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -12,8 +10,9 @@ import numpy as np
 import streamlit as st
 
 import app_pages._ui as ui
-from viz_core.pretrained import head_analysis
+from viz_core import export
 from viz_core.errors import InputError
+from viz_core.pretrained import head_analysis
 from viz_core.plots import attention as attention_plots
 from viz_core.plots import importance as plots
 
@@ -82,23 +81,16 @@ def _target(kind: str, target: str) -> str | None:
 
 # ---------------------------------------------------------------- files
 def importance_csv(r: HeadImportance) -> str:
-    buf = io.StringIO()
-    writer = _csv.writer(buf)
-    writer.writerow(["layer", "head", f"effect ({r.metric})", "ablated", "baseline", "method", "part"])
-    for (layer, head), effect in np.ndenumerate(r.effect):
-        writer.writerow([layer, head, f"{effect:.7g}", f"{r.ablated[layer, head]:.7g}", f"{r.baseline:.7g}",
-                         r.method, r.part])
-    return buf.getvalue()
+    """One row per head: layer, head, effect, the ablated score, the baseline, method and part."""
+    return export.csv_text(["layer", "head", f"effect ({r.metric})", "ablated", "baseline", "method", "part"],
+                           ([layer, head, effect, r.ablated[layer, head], r.baseline, r.method, r.part]
+                            for (layer, head), effect in np.ndenumerate(r.effect)))
 
 
 def attribution_csv(a: TokenAttribution) -> str:
-    buf = io.StringIO()
-    writer = _csv.writer(buf)
-    writer.writerow(["index", "token", "segment", "integrated_gradients", "attention", "rollout"])
-    for i, tok in enumerate(a.tokens):
-        writer.writerow([i, tok, int(a.segments[i]), f"{a.scores[i]:.7g}", f"{a.attention[i]:.7g}",
-                         f"{a.rollout[i]:.7g}"])
-    return buf.getvalue()
+    """One row per token: index, token, segment and its three scores."""
+    return export.columns_csv({"index": range(len(a.tokens)), "token": a.tokens, "segment": a.segments,
+                               "integrated_gradients": a.scores, "attention": a.attention, "rollout": a.rollout})
 
 
 # ---------------------------------------------------------------- drawing
@@ -164,7 +156,7 @@ def _draw_heads(r: HeadImportance, peak: np.ndarray, stat: str, layer: int, head
     ui.latex(r"\Delta_{l,h} = f\big(x;\; o_{l,h} \leftarrow 0 \text{ or } \bar o_{l,h}\big) - f(x)")
     d1, d2 = st.columns(2)
     with d1:
-        ui.download(t("importance.download_npz"), ui.npz_bytes(
+        ui.download(t("importance.download_npz"), export.npz_bytes(
             effect=r.effect, ablated=r.ablated, baseline=r.baseline, metric=r.metric, method=r.method, part=r.part,
             peak=peak, peak_stat=stat), f"head_importance_{r.method}.npz", "application/octet-stream", key="dl_imp_npz")
     with d2:
@@ -198,7 +190,7 @@ def _draw_attribution(inp: Input) -> None:
     ui.latex(r"\sum_i \mathrm{IG}_i \approx f(x) - f(x')")
     d1, d2 = st.columns(2)
     with d1:
-        ui.download(t("importance.download_attr_npz"), ui.npz_bytes(
+        ui.download(t("importance.download_attr_npz"), export.npz_bytes(
             tokens=a.tokens, integrated_gradients=a.scores, attention=a.attention, rollout=a.rollout,
             segments=a.segments, value=a.value, baseline_value=a.baseline_value, metric=a.metric, steps=a.steps),
             "token_attribution.npz", "application/octet-stream", key="dl_attr_npz")

@@ -4,6 +4,7 @@ A job lives in st.session_state under a name of the page's choosing, so it survi
 language switches; its thread checks that the visitor's session still exists and stops within a few seconds of a
 closed tab (viz_core.jobs.ALIVE_GRACE_S). Progress is drawn by `live(...)`, an st.fragment that reruns itself every
 REFRESH_S while the job runs and reruns the whole page once when it ends (so the page picks up the result).
+The training pages use it through one widget, training_job.TrainingJob (start, queue, progress, Stop, result).
 """
 from __future__ import annotations
 

@@ -1,34 +1,33 @@
 """Helpers of the Language-model page: shipped checkpoints and untrained variant models (shared, read-only caches),
-the session's own trained models, and its training job (app_pages/_ui/jobs.py: its own thread, never a script run).
-"""
+cached analyses and figures, and the page's training job (app_pages/_ui/training_job.py: its own thread, never a
+script run; the models it trains live in st.session_state). The page supplies what its job differs in: the trainer
+it builds and the model object it keeps."""
 from __future__ import annotations
 
-from pathlib import Path
+from dataclasses import replace
 
 import numpy as np
 import streamlit as st
 import torch
 
-from viz_core.errors import InputError, report_unexpected
+from viz_core.export import npz_bytes
 from viz_core.lm import DecoderLM, LMConfig
 from viz_core.lm.generate import time_per_token
 from viz_core.lm.training import LanguageModel, LMTrainConfig, LMTrainer, load_lm, probe_ids
 from viz_core.plots import lm as plots
 from viz_core.threads import thread_budget
 
-from . import SharedFigures, jobs, npz_bytes
+from . import SharedFigures
+from .training_job import Run, TrainingJob, shipped_path
 
-CHECKPOINTS = Path(__file__).resolve().parents[2] / "viz_core" / "checkpoints"
-JOB = "lm"                        # this session's training job
-MODELS_KEY, RESULT_KEY = "lm.models", "lm.result"
 TIMING_LENGTHS = [8, 32, 64, 128, 192, 256, 384, 511]
 
 
 @st.cache_resource(show_spinner=False)
 def shipped(task: str) -> LanguageModel | None:
     """The checkpoint shipped for a task (read-only, shared by every session), or None."""
-    path = CHECKPOINTS / f"lm_{task}"
-    return load_lm(path) if (path / "config.json").exists() else None
+    path = shipped_path(f"lm_{task}")
+    return None if path is None else load_lm(path)
 
 
 @st.cache_resource(show_spinner=False)
@@ -48,56 +47,19 @@ def timings(n_kv_heads: int) -> dict[str, list[float]]:
                 "full": time_per_token(model, TIMING_LENGTHS, False, repeats=5)}
 
 
-# ---------------------------------------------------------------- the session's models
-def user_models() -> dict:
-    """task -> LanguageModel trained in this session."""
-    return st.session_state.setdefault(MODELS_KEY, {})
-
-
-def current(task: str) -> tuple[LanguageModel | None, str]:
-    """The model the page shows for a task: the session's own ("trained"), else the shipped one."""
-    own = user_models().get(task)
-    return (own, "trained") if own is not None else (shipped(task), "shipped")
-
-
-def forget(task: str) -> None:
-    user_models().pop(task, None)
-
-
 # ---------------------------------------------------------------- the training job
-def running() -> bool:
-    return jobs.running(JOB)
+# this session's training job and its models (task -> (LanguageModel, "trained"))
+training = TrainingJob("lm", shipped, model_of=LMTrainer.language_model)
 
 
-def start(settings: dict, kv_heads: int | None = None) -> None:
-    """Button callback: build the trainer from the settings frozen now and start it as this session's job."""
-    if running():
-        return
+def build_run(settings: dict, kv_heads: int | None = None) -> Run:
+    """The trainer of a run, built with the settings of the click (LMTrainConfig.to_dict()) and, when given, that
+    many key/value heads."""
     cfg = LMTrainConfig.from_dict(settings)
     trainer = LMTrainer(cfg)
     if kv_heads is not None and kv_heads != trainer.model_cfg.kv_heads:
-        trainer = LMTrainer(cfg, LMConfig.from_dict(trainer.model_cfg.to_dict() | {"n_kv_heads": kv_heads}))
-    st.session_state.pop(RESULT_KEY, None)
-    jobs.start(JOB, trainer.run(), on_stop=trainer.request_stop, trainer=trainer, task=cfg.task)
-
-
-def stop() -> None:
-    jobs.stop(JOB)
-
-
-def collect_finished() -> None:
-    """Take a finished job out of the session: keep its model and say why it stopped."""
-    job = jobs.pop(JOB)
-    if job is None:
-        return
-    trainer, task = job.info["trainer"], job.info["task"]
-    if job.status == "error":
-        st.session_state[RESULT_KEY] = ("failed", report_unexpected(job.error, "lm job"), task, trainer.step)
-    elif trainer.reason == "nan":
-        st.session_state[RESULT_KEY] = ("error", "nan", task, trainer.step)
-    elif trainer.step > 0:
-        user_models()[task] = trainer.language_model()
-        st.session_state[RESULT_KEY] = ("ok", trainer.reason or job.status, task, trainer.step)
+        trainer = LMTrainer(cfg, replace(trainer.model_cfg, n_kv_heads=kv_heads))
+    return Run(cfg.task, [("run", trainer)])
 
 
 # ---------------------------------------------------------------- what the page draws of a model
@@ -152,10 +114,3 @@ def _snapshots_npz(lm: LanguageModel) -> bytes:
 # Figures cached by their inputs (see SharedFigures): figures.score_map(...) as in viz_core.plots.lm
 figures = SharedFigures(plots)
 
-
-def safe(fn, *args, **kw):
-    """fn(*args, **kw), or (None, error) for bad input: the page shows the error and keeps working."""
-    try:
-        return fn(*args, **kw), None
-    except InputError as exc:
-        return None, exc

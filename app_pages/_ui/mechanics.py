@@ -5,7 +5,7 @@ import numpy as np
 import streamlit as st
 
 from viz_core import mechanics as mech
-from viz_core.plots import mechanics as figs
+from viz_core.plots import mechanics as plots
 
 from . import SharedFigures
 
@@ -82,4 +82,4 @@ def additive_vs_dot(q: np.ndarray, k: np.ndarray, v: np.ndarray, d_hidden: int, 
 
 
 # Figures cached by their inputs (see SharedFigures): figures.stage_matrix(...) as in viz_core.plots.mechanics
-figures = SharedFigures(figs)
+figures = SharedFigures(plots)

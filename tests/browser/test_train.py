@@ -155,7 +155,7 @@ def test_corrupt_upload_shows_a_clear_error(open_page):
 
 def test_valid_zip_upload_switches_to_its_task(open_page, tmp_path):
     from viz_core.seq2seq.training import checkpoint_zip, load_checkpoint
-    from app_pages._ui.train import CHECKPOINTS
+    from app_pages._ui.training_job import CHECKPOINTS
     data = checkpoint_zip(load_checkpoint(CHECKPOINTS / "copy"))
     assert zipfile.ZipFile(io.BytesIO(data)).namelist()
     page = open_page("/train?lang=en&task=reverse")

@@ -46,6 +46,11 @@ class LMConfig:
     def kv_heads(self) -> int:
         return self.n_heads if self.n_kv_heads is None else self.n_kv_heads
 
+    @property
+    def d_k(self) -> int:
+        """Width of one head's queries, keys and values."""
+        return self.d_model // self.n_heads
+
     def to_dict(self) -> dict:
         return asdict(self)
 
@@ -91,10 +96,12 @@ class KVCache:
         return sum(t.numel() * t.element_size() for t in self.k + self.v if t is not None)
 
 
-def cache_bytes(cfg: LMConfig, length: int, batch: int = 1, bytes_per_number: int = 4) -> int:
-    """KV-cache size by the formula 2 * n_layers * B * H_kv * T * d_k * bytes (no model needed)."""
-    d_k = cfg.d_model // cfg.n_heads
-    return 2 * cfg.n_layers * batch * cfg.kv_heads * length * d_k * bytes_per_number
+def cache_bytes(cfg: LMConfig, length: int, batch: int = 1, bytes_per_number: int = 4,
+                n_layers: int | None = None) -> int:
+    """KV-cache size by the formula 2 * L * B * H_kv * T * d_k * bytes (no model needed): keys and values of
+    T = length tokens in L = cfg.n_layers layers, or in n_layers of them (1: one layer's share)."""
+    layers = cfg.n_layers if n_layers is None else n_layers
+    return 2 * layers * batch * cfg.kv_heads * length * cfg.d_k * bytes_per_number
 
 
 # ---------------------------------------------------------------- blocks

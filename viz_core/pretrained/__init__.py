@@ -13,7 +13,7 @@ lazily, so that importing bert_numpy, policy or head_analysis does not import to
 """
 from __future__ import annotations
 
-import importlib
+from .. import lazy_exports
 
 _EXPORTS = {
     **dict.fromkeys(("load_model", "attention_for", "qkv_for", "position_embeddings", "release_memory",
@@ -24,8 +24,4 @@ _EXPORTS = {
 
 __all__ = sorted(_EXPORTS)
 
-
-def __getattr__(name: str):
-    if name in _EXPORTS:
-        return getattr(importlib.import_module(f".{_EXPORTS[name]}", __name__), name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+__getattr__ = lazy_exports(__name__, _EXPORTS)

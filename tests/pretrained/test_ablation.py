@@ -1,6 +1,6 @@
 """viz_core.pretrained.ablation.head_importance against independent implementations: a copy of the model whose output
 projection W_O has that head's input columns zeroed (zero ablation) or folded into its bias (mean ablation), one forward per head, the
-metric recomputed by hand. Tiny random models from configs (fixtures of tests/test_pretrained.py), plus MiniLM."""
+metric recomputed by hand. Tiny random models from configs (fixtures of tests/pretrained/test_load.py), plus MiniLM."""
 from __future__ import annotations
 
 import copy
@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 import torch
 
-from tests.test_pretrained import tiny_bert, tiny_gpt2, tiny_t5, tokenizer_dir  # noqa: F401 - shared fixtures
+from tests.pretrained.test_load import tiny_bert, tiny_gpt2, tiny_t5, tokenizer_dir  # noqa: F401 - shared fixtures
 from viz_core.pretrained import ablation as hi
 from viz_core.errors import InputError
 

@@ -186,7 +186,7 @@ def test_teacher_forced_exact_equals_greedy_exact():
     """Rows that teacher forcing gets right are exactly the rows greedy decoding gets right: checked on the shipped
     reverse model with half of the held-out targets corrupted (one token changed)."""
     import random
-    model = load_checkpoint(Path(training.__file__).parent / "checkpoints" / "reverse").model
+    model = load_checkpoint(viz_core.CHECKPOINTS_DIR / "reverse").model
     task = make_task("reverse")
     src, tgt_in, tgt_out = (torch.from_numpy(a) for a in sample_batch(task, random.Random(7), 200, heldout=True))
     tgt_in, tgt_out = tgt_in.clone(), tgt_out.clone()
@@ -338,7 +338,7 @@ def test_bad_zip_and_missing_directory(tmp_path):
 
 # ---------------------------------------------------------------- command line
 def test_cli_trains_saves_and_loads(tmp_path, capsys):
-    from viz_core.train import main
+    from viz_core.seq2seq.__main__ import main
     code = main(["--task", "copy", "--max-steps", "15", "--target", "none", "--d-model", "32", "--heads", "2",
                  "--layers", "1", "--d-ff", "64", "--batch-size", "32", "--out", str(tmp_path), "--seed", "3"])
     assert code == 0
@@ -349,7 +349,7 @@ def test_cli_trains_saves_and_loads(tmp_path, capsys):
 
 
 def test_cli_is_reproducible_with_a_seed(tmp_path):
-    from viz_core.train import main
+    from viz_core.seq2seq.__main__ import main
     args = ["--task", "reverse", "--max-steps", "6", "--target", "none", "--d-model", "16", "--heads", "2",
             "--layers", "1", "--d-ff", "32", "--batch-size", "16", "--quiet"]
     main(args + ["--out", str(tmp_path / "a")])
@@ -362,8 +362,8 @@ def test_readme_commands_give_the_shipped_training_settings(task):
     """The commands in checkpoints/README.md, parsed by the CLI of today, give the training settings stored in each
     shipped config.json (everything that decides the weights), so they still reproduce the shipped files."""
     import shlex
-    from viz_core.train import configs, parse_args
-    ckpt = Path(training.__file__).parent / "checkpoints"
+    from viz_core.seq2seq.__main__ import configs, parse_args
+    ckpt = viz_core.CHECKPOINTS_DIR
     line = next(ln for ln in (ckpt / "README.md").read_text().splitlines()
                 if ln.startswith(f"python -m viz_core.train --task {task} "))
     model_cfg, train_cfg = configs(parse_args(shlex.split(line)[3:]))
@@ -381,7 +381,7 @@ def test_cli_module_entry_point_reports_bad_arguments():
 
 
 # ---------------------------------------------------------------- shipped checkpoints: input outside their range
-SHIPPED = Path(training.__file__).parent / "checkpoints"
+SHIPPED = viz_core.CHECKPOINTS_DIR
 
 
 @pytest.mark.parametrize("task, text, what, lo, hi", [

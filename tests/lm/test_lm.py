@@ -5,6 +5,7 @@ import pytest
 import torch
 import torch.nn.functional as F
 
+import viz_core
 from viz_core.errors import InputError
 from viz_core.lm.induction import (half_losses, head_scores, induction_score, induction_targets, previous_token_score,
                                 repeated_tokens)
@@ -67,6 +68,28 @@ def test_cache_shapes_and_bytes_follow_the_formula(kv, heads_kept):
     model(torch.randint(0, 20, (1, 7)), cache=cache)
     assert cache.length == 7 and cache.shapes() == [(1, heads_kept, 7, 8)] * 2
     assert cache.nbytes() == cache_bytes(model.cfg, 7) == 2 * 2 * heads_kept * 7 * 8 * 4
+
+
+@pytest.mark.parametrize("d_model, heads, kv, layers, batch, length, nbytes", [
+    (64, 4, None, 2, 1, 48, 4), (64, 4, 2, 3, 2, 10, 4), (128, 8, 1, 1, 3, 7, 2), (32, 2, 2, 4, 1, 1, 8)])
+def test_cache_bytes_equals_the_formula_and_is_the_sum_of_its_layers(d_model, heads, kv, layers, batch, length,
+                                                                      nbytes):
+    cfg = LMConfig(d_model=d_model, n_heads=heads, n_kv_heads=kv, n_layers=layers)
+    h_kv, d_k = kv or heads, d_model // heads
+    assert cfg.d_k == d_k
+    total = cache_bytes(cfg, length, batch, nbytes)
+    assert total == 2 * layers * batch * h_kv * length * d_k * nbytes  # 2 * L * B * H_kv * T * d_k * bytes
+    one = cache_bytes(cfg, length, batch, nbytes, n_layers=1)
+    assert one == 2 * batch * h_kv * length * d_k * nbytes and layers * one == total
+
+
+def test_one_layers_cache_bytes_are_what_its_keys_and_values_hold():
+    model = tiny(n_kv_heads=2)
+    cache = model.new_cache()
+    model(torch.randint(0, 20, (3, 5)), cache=cache)
+    b, _, t_len, _ = cache.shapes()[0]
+    held = cache.k[0].numel() * cache.k[0].element_size() + cache.v[0].numel() * cache.v[0].element_size()
+    assert cache_bytes(model.cfg, t_len, batch=b, n_layers=1) == held
 
 
 def test_generation_with_and_without_cache_is_identical():
@@ -217,7 +240,7 @@ def test_attention_of_text_and_bad_input():
 
 def test_shipped_induction_checkpoint_tells_the_story():
     from pathlib import Path
-    lm = load_lm(Path(__file__).resolve().parents[1] / "viz_core" / "checkpoints" / "lm_induction")
+    lm = load_lm(viz_core.CHECKPOINTS_DIR / "lm_induction")
     last = [h for h in lm.history if h.get("evaluated")][-1]
     assert last["induction"] > 0.5 and last["repeat_loss"] < 0.5 * last["first_loss"]
     assert lm.snapshots[0].induction.max() < 0.2 < 0.5 < lm.snapshots[-1].induction.max()

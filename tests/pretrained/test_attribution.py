@@ -1,12 +1,12 @@
 """viz_core.pretrained.attribution: integrated gradients against a plain per-step loop, completeness, and the attention
-comparisons against head_analysis on attention_for's weights. Tiny random models (fixtures of test_pretrained)."""
+comparisons against head_analysis on attention_for's weights. Tiny random models (fixtures of tests/pretrained/test_load.py)."""
 from __future__ import annotations
 
 import numpy as np
 import pytest
 import torch
 
-from tests.test_pretrained import tiny_bert, tiny_gpt2, tiny_t5, tokenizer_dir  # noqa: F401 - shared fixtures
+from tests.pretrained.test_load import tiny_bert, tiny_gpt2, tiny_t5, tokenizer_dir  # noqa: F401 - shared fixtures
 from viz_core.pretrained import head_analysis
 from viz_core.pretrained.attribution import token_attribution
 from viz_core.errors import InputError
