@@ -47,3 +47,14 @@ def test_npz_round_trip_keeps_arrays_and_strings():
     with np.load(io.BytesIO(data)) as z:
         assert z["weights"].dtype == np.float32 and z["weights"].tolist() == [[0, 1, 2], [3, 4, 5]]
         assert z["tokens"].tolist() == ["a", "中"]
+
+
+def test_checkpoint_files_as_a_zip_and_a_folder(tmp_path):
+    import zipfile
+
+    files = {"config.json": b'{"a": 1}', "model.safetensors": bytes(range(256)) * 4}
+    with zipfile.ZipFile(io.BytesIO(export.zip_bytes(files))) as zf:
+        assert {n: zf.read(n) for n in zf.namelist()} == files
+        assert all(i.compress_type == zipfile.ZIP_DEFLATED for i in zf.infolist())
+    out = export.write_files(files, tmp_path / "new" / "ckpt")
+    assert out == tmp_path / "new" / "ckpt" and {p.name: p.read_bytes() for p in out.iterdir()} == files

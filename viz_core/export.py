@@ -1,4 +1,4 @@
-"""The files a visitor downloads: CSV text and NPZ archives, written one way for every page.
+"""The files a visitor downloads: CSV text, NPZ archives and checkpoint files, written one way for every page.
 
 CSV goes through the csv module (a token such as `a,b` or `"` is quoted, never splits a row); a number is written with
 the fewest digits that read back to exactly the same value (float32 as float32: 0.33333334, not 0.3333333432674408),
@@ -8,7 +8,9 @@ from __future__ import annotations
 
 import csv
 import io
+import zipfile
 from collections.abc import Iterable, Mapping, Sequence
+from pathlib import Path
 
 import numpy as np
 
@@ -66,3 +68,21 @@ def npz_bytes(**arrays) -> bytes:
     buf = io.BytesIO()
     np.savez_compressed(buf, **{k: np.asarray(v) for k, v in arrays.items()})
     return buf.getvalue()
+
+
+def zip_bytes(files: Mapping[str, bytes]) -> bytes:
+    """Named files (a checkpoint: name -> bytes) as one deflated zip archive in memory."""
+    buf = io.BytesIO()
+    with zipfile.ZipFile(buf, "w", zipfile.ZIP_DEFLATED) as zf:
+        for name, data in files.items():
+            zf.writestr(name, data)
+    return buf.getvalue()
+
+
+def write_files(files: Mapping[str, bytes], out_dir: str | Path) -> Path:
+    """Named files written into out_dir (made if missing); returns the folder."""
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    for name, data in files.items():
+        (out / name).write_bytes(data)
+    return out

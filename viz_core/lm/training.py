@@ -26,6 +26,7 @@ import torch.nn.functional as F
 
 from ..device import pick_device
 from ..errors import InputError
+from ..export import write_files
 from .induction import half_losses, head_scores, repeated_tokens
 from .model import DecoderLM, LMConfig, count_parameters
 from .corpus import bilingual_corpus
@@ -415,11 +416,7 @@ def lm_checkpoint_files(lm: LanguageModel, dtype: str = "float32") -> dict[str, 
 
 
 def save_lm(lm: LanguageModel, out_dir: str | Path, dtype: str = "float32") -> Path:
-    out = Path(out_dir)
-    out.mkdir(parents=True, exist_ok=True)
-    for name, data in lm_checkpoint_files(lm, dtype).items():
-        (out / name).write_bytes(data)
-    return out
+    return write_files(lm_checkpoint_files(lm, dtype), out_dir)
 
 
 def load_lm(path: str | Path) -> LanguageModel:

@@ -15,10 +15,8 @@ from collections.abc import Iterator
 from dataclasses import asdict, dataclass, field, fields
 
 import copy
-import io
 import json
 import logging
-import zipfile
 from pathlib import Path
 
 import numpy as np
@@ -27,6 +25,7 @@ import torch.nn.functional as F
 
 from ..device import pick_device
 from ..errors import InputError
+from ..export import write_files, zip_bytes
 from .model import ModelConfig, Seq2SeqTransformer, count_parameters
 from ..threads import thread_budget
 from ..uploads import parse_json, safetensors_header, zip_members
@@ -493,20 +492,12 @@ def checkpoint_files(t: Translator, dtype: str = "float32") -> dict[str, bytes]:
 
 
 def save_checkpoint(t: Translator, out_dir: str | Path, dtype: str = "float32") -> Path:
-    out = Path(out_dir)
-    out.mkdir(parents=True, exist_ok=True)
-    for name, data in checkpoint_files(t, dtype).items():
-        (out / name).write_bytes(data)
-    return out
+    return write_files(checkpoint_files(t, dtype), out_dir)
 
 
 def checkpoint_zip(t: Translator, dtype: str = "float32") -> bytes:
     """The checkpoint files in one zip archive (for a download button)."""
-    buf = io.BytesIO()
-    with zipfile.ZipFile(buf, "w", zipfile.ZIP_DEFLATED) as zf:
-        for name, data in checkpoint_files(t, dtype).items():
-            zf.writestr(name, data)
-    return buf.getvalue()
+    return zip_bytes(checkpoint_files(t, dtype))
 
 
 def load_checkpoint(path: str | Path) -> Translator:
