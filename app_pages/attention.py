@@ -16,7 +16,7 @@ from viz_core import export
 from viz_core.errors import InputError
 from viz_core.plots import attention as plots
 from viz_core.plots.common import placeholder_figure
-from viz_core.pretrained import head_analysis
+from viz_core.pretrained import catalog, head_analysis
 from viz_core.pretrained.result import AttentionResult
 
 VIEWS = ("head", "grid", "lines", "aggregate", "stats", "importance", "export")
@@ -62,13 +62,47 @@ def error(exc: InputError) -> None:
 
 
 # ---------------------------------------------------------------- model and text
+def model_label(model_id: str) -> str:
+    """A picker line: "name · language · kind (family) · ~size MB"; an id the catalog does not describe as typed."""
+    e = catalog.entry(model_id)
+    if e is None:
+        return model_id
+    langs = " + ".join(t(f"attention.lang_{lang}") for lang in e.languages)
+    where = t("attention.model_packaged") if e.packaged else t("attention.model_cached", size=e.size_mb) \
+        if catalog.is_cached(e.id) else t("attention.model_size_offline" if catalog.hub_offline_forced() else
+                                          "attention.model_size", size=e.size_mb)
+    return f"{e.name} · {langs} · {t(f'attention.kind_short_{e.kind}')} ({e.family}) · {where}"
+
+
+def use_model(model_id: str) -> None:
+    """Callback: put a model id into the picker (typed in the free box, or offered for a text it cannot read)."""
+    ui.set_state("model", model_id.strip()[:200])
+    st.session_state.pop("attention.model_other", None)
+
+
+def model_picker() -> str:
+    """The picker of the models this server allows (language, kind, download size); where the operator allows any id
+    or server folders, a box for one more. An id from a shared link that is not in the list is listed too (and
+    refused with a message when it loads)."""
+    policy = models.policy()
+    ids = catalog.picker_ids(policy)
+    current = ui.value("model", "", str, lambda v: isinstance(v, str) and len(v) <= 200)
+    ids += [current] if current not in ids else []
+    name = ui.selectbox(t("attention.model"), ids, "model", "", format_func=model_label, help=t("attention.model_help"))
+    if catalog.free_ids(policy):
+        st.text_input(t("attention.model_other"), key="attention.model_other", max_chars=200,
+                      help=t("attention.model_other_help"), placeholder="org/model",
+                      on_change=lambda: use_model(st.session_state.get("attention.model_other") or ""))
+    return name.strip()
+
+
 def model_box():
-    """The model box, the model's info, and a placeholder that waits while the model loads: (name, info, waiting).
+    """The model picker, the model's info, and a placeholder that waits while the model loads: (name, info, waiting).
 
     The first visit after the server started draws a line of text as a chart, so the browser loads its chart library
-    while the model loads, not after (about 1 s of a cold start). An unusable model name falls back to the default.
+    while the model loads, not after (about 1 s of a cold start). An unusable model falls back to the default.
     """
-    name = ui.text(t("attention.model"), "model", "", help=t("attention.model_help"), max_chars=200).strip()
+    name = model_picker()
     waiting = st.empty()
     if not models.loaded(name):
         with waiting:
@@ -117,9 +151,36 @@ def load(src: Source, waiting) -> AttentionResult:
         st.warning(t("attention.truncated", n=r.n_input_tokens, limit=len(r.tokens)))
     if r.decoder_truncated:
         st.warning(t("attention.decoder_truncated"))
-    if r.n_unknown:
-        st.info(t("attention.unknown_tokens", n=r.n_unknown, total=r.n_text_tokens, unk=r.unk_token))
     return r
+
+
+def unknown_note(r: AttentionResult, src: Source, model_name: str) -> None:
+    """A few unknown tokens: a short note. Many (catalog.many_unknown): a warning that names the cause (the model's
+    vocabulary) and offers the allowed models that read this text, or says that they need the network."""
+    if not r.n_unknown:
+        return
+    if not catalog.many_unknown(r.n_unknown, r.n_text_tokens):
+        st.info(t("attention.unknown_tokens", n=r.n_unknown, total=r.n_text_tokens, unk=r.unk_token))
+        return
+    share = f"{catalog.unknown_share(r.n_unknown, r.n_text_tokens) * 100:.0f}"
+    st.warning(t("attention.unknown_many", n=r.n_unknown, total=r.n_text_tokens, unk=r.unk_token, share=share,
+                 name=ui.plain_md(model_name)))
+    current = catalog.entry(src.name)
+    offers = [e for e in catalog.models_for(f"{src.text} {src.pair}", models.policy()) if e is not current][:3]
+    if not offers:
+        st.caption(t("attention.unknown_no_model"))
+        return
+    online = models.hub_online()
+    usable = [e for e in offers if online or catalog.is_cached(e.id)]
+    if usable:
+        st.caption(t("attention.unknown_offer") if online else t("attention.unknown_offer_cached"))
+        for col, e in zip(st.columns(len(usable)), usable):
+            col.button(t("attention.use_model", name=e.name, size=e.size_mb), key=f"attention.use.{e.id}",
+                       on_click=use_model, args=(e.id,), width="stretch")
+    missing = [e for e in offers if e not in usable]
+    if missing:
+        st.caption(t("attention.unknown_offline", models=t("attention.list_sep").join(
+            t("attention.model_with_size", name=e.name, size=e.size_mb) for e in missing)))
 
 
 # ---------------------------------------------------------------- what to show
@@ -176,6 +237,11 @@ def heatmap(matrix: np.ndarray, title: str, key: str, c: Chosen) -> None:
         st.info(t("attention.hide_special_note"))
     ui.plot(plots.head_heatmap(w, rows, cols, title, query=t("attention.query"), key=t("attention.key"),
                                value=t("attention.weight"), auto_scale=c.auto), key=key)
+    ticks = plots.token_ticks(len(rows), len(cols))
+    if ticks.numbered:  # say that the axes may skip tokens, or the labels read as scrambled text
+        i = min(max(ticks.step, 1), len(rows) - 1)
+        st.caption(t("attention.labels_thinned" if ticks.step > 1 else "attention.labels_numbered",
+                     step=ticks.step, example=ui.plain_md(f"{i}·{rows[i]}")))
     st.caption(scale_note(plots.colour_top(w, c.auto), c.auto))
 
 
@@ -288,6 +354,7 @@ name, m, waiting = model_box()
 text, pair, target = text_boxes(m)
 src = Source(name, m.kind, text, pair, target)
 r = load(src, waiting)
+unknown_note(r, src, m.name)
 view = ui.radio(t("attention.view"), VIEWS, "view", format_func=lambda v: t(f"attention.view_{v}"))
 chosen = choose(r, view, bool(pair) and m.supports_pair)
 VIEW_DRAWERS[view](src, chosen)

@@ -16,8 +16,9 @@ from app_pages._ui.language_model import figures
 from viz_core.device import pick_device
 from viz_core.export import columns_csv, npz_bytes, records_csv
 from viz_core.lm import cache_bytes
+from viz_core.lm.charset import never_generated
 from viz_core.lm.generate import cache_difference, generate
-from viz_core.lm.induction import induction_targets
+from viz_core.lm.induction import phase_change_step, repeat_length, repeated_text, target_cells
 from viz_core.lm.training import LMTrainConfig, probe_ids
 
 ui.setup("language_model")  # state under the page's url path; its title in locales/language_model.json,
@@ -26,7 +27,6 @@ t = ui.t
 
 TABS = ("induction", "sequence", "generate", "cache")
 KV_CHOICES = {"mha": None, "gqa": 2, "mqa": 1}  # with 4 query heads
-PHASE_THRESHOLD = 0.5
 
 
 # ---------------------------------------------------------------- shared pieces
@@ -72,20 +72,14 @@ def train_controls(task: str) -> None:
                             (settings, KV_CHOICES[kv] or 4))
 
 
-def phase_step(history) -> int | None:
-    """The first evaluated step where the best induction score passed PHASE_THRESHOLD."""
-    return next((h["step"] for h in history if h.get("evaluated") and (h.get("induction") or 0) > PHASE_THRESHOLD),
-                None)
-
-
 def phase_figs(history, marker_x=None, task: str | None = None) -> list:
     """Losses and best scores over training (two figures); task: history is that of the model shown for it."""
-    px = phase_step(history)
+    px = phase_change_step(history)
     return list(cached.phase_panels(history, task, x_title=t("lm.step"), loss_title=t("lm.loss"),
                                     first_name=t("lm.first_loss"), repeat_name=t("lm.repeat_loss"),
                                     score_title=t("lm.score"), prev_name=t("lm.best_prev"),
                                     ind_name=t("lm.best_ind"), marker_x=marker_x, phase_x=px,
-                                    phase_name=t("lm.phase") if px else ""))
+                                    phase_name=t("lm.phase", step=px) if px else ""))
 
 
 def map_figs(prev, ind) -> list:
@@ -159,11 +153,18 @@ def result_text(result) -> str | None:
 def induction_tab() -> None:
     st.markdown(t("lm.ind_intro"))
     ui.latex(r"\mathrm{prev}(h) = \frac{1}{N-1}\sum_{i=1}^{N-1} A^h_{i,\,i-1}")
-    ui.latex(r"\mathrm{ind}(h) = \frac{1}{|S|}\sum_{i \in S} A^h_{i,\,j(i)+1},\quad "
-             r"j(i) = \max\{\, j < i : x_j = x_i \,\}")
+    score_definition()
     lm = trainable_model("induction")
     if lm is not None:
         story(lm)
+
+
+def score_definition() -> None:
+    """The induction score's two rules (viz_core.lm.induction): the standard test x = s s, and any other text."""
+    st.markdown(t("lm.ind_definition"))
+    ui.latex(r"x = s\,s,\ |s| = L:\quad \mathrm{ind}(h) = \frac{1}{L}\sum_{i=L}^{2L-1} A^h_{i,\,i-L+1}")
+    ui.latex(r"\text{any } x:\quad \mathrm{ind}(h) = \frac{1}{|S|}\sum_{i \in S}\ \sum_{j < i,\ x_j = x_i}"
+             r" A^h_{i,\,j+1}")
 
 
 def sequence_tab() -> None:
@@ -197,13 +198,13 @@ def head_patterns(lm, snap) -> None:
     final = lm.snapshots[-1]
     prev_head = np.unravel_index(np.argmax(final.prev), final.prev.shape)
     ind_head = np.unravel_index(np.argmax(final.induction), final.induction.shape)
-    probe = lm.tokenizer.labels(_probe_ids(lm))
-    targets = induction_targets(probe)
+    probe_ids = _probe_ids(lm)
+    probe = lm.tokenizer.labels(probe_ids)
     st.markdown(t("lm.patterns_explain"))
     c1, c2 = st.columns(2)
     for col, (layer, head), kind, marks in (
             (c1, prev_head, "prev", [(i, i - 1) for i in range(1, len(probe))]),
-            (c2, ind_head, "ind", [(i, int(j)) for i, j in enumerate(targets) if j >= 0])):
+            (c2, ind_head, "ind", target_cells(probe_ids))):
         score = (snap.prev if kind == "prev" else snap.induction)[layer, head]
         title = t(f"lm.{kind}_head", layer=int(layer), head=int(head), score=f"{score:.2f}")
         with col:
@@ -229,28 +230,57 @@ def downloads(lm) -> None:
 
 def own_sequence(lm) -> None:
     st.subheader(t("lm.own"))
-    st.markdown(t("lm.own_intro"))
+    st.markdown(t("lm.own_intro", vocab=lm.config.vocab, vocab_max=lm.config.vocab - 1))
+    repeat_maker(lm)
     default = " ".join(lm.tokenizer.itos[i] for i in _probe_ids(lm))
-    text = ui.text(t("lm.own_input"), "seq", default, max_chars=400, help=t("lm.own_help", max=lm.tokenizer.size - 1))
+    text = ui.text(t("lm.own_input"), "seq", default, max_chars=600,
+                   help=t("lm.own_help", max=lm.config.vocab - 1, n=lm.config.max_len))
     analysis, err = ui.safe(cached.analyse, lm, "induction", text)
     if err is not None:
         ui.show_error(err)
         return
     result, (prev, ind) = analysis
+    best = np.unravel_index(np.argmax(ind), ind.shape)
+    sequence_summary(lm, result, ind, best)
     score_maps(prev, ind, "lm.own_maps")
     c = st.columns(2)
-    layer = ui.selectbox(t("lm.layer"), list(range(lm.config.n_layers)), "layer", lm.config.n_layers - 1,
-                         container=c[0])
-    head = ui.selectbox(t("lm.head"), list(range(lm.config.n_heads)), "head", int(np.argmax(ind[layer])),
-                        container=c[1])
-    marks = [(i, int(j)) for i, j in enumerate(induction_targets(result.tokens)) if j >= 0]
+    layer = ui.selectbox(t("lm.layer"), list(range(lm.config.n_layers)), "layer", int(best[0]), container=c[0])
+    head = ui.selectbox(t("lm.head"), list(range(lm.config.n_heads)), "head", int(best[1]), container=c[1])
     ui.plot(figures.attention_marked(result.weights[layer, head], result.tokens, x_title=t("lm.key"),
                                      title=t("lm.layer_head", layer=layer, head=head), y_title=t("lm.query"),
-                                     value_name=t("lm.weight"), marks=marks, mark_name=t("lm.ind_marks")),
+                                     value_name=t("lm.weight"), marks=target_cells(result.ids),
+                                     mark_name=t("lm.ind_marks")),
             key="lm.own_attn")
     ui.download(t("lm.download_attn"), npz_bytes(tokens=result.tokens, weights=result.weights, prev=prev,
                                                  induction=ind), "attention.npz", "application/octet-stream",
                 key="lm.dl_attn")
+
+
+def repeat_maker(lm) -> None:
+    """A segment length and a button that writes a fresh random segment, then the same segment again."""
+    c = st.columns([2, 1], vertical_alignment="bottom")
+    ui.slider(t("lm.repeat_length"), 2, lm.config.max_len // 2, "repeat_len", 8, container=c[0])
+    c[1].button(t("lm.make_repeat"), key="lm.make_repeat", on_click=make_repeat, args=(lm.config.vocab,))
+
+
+def make_repeat(vocab: int) -> None:
+    ui.set_state("seq", repeated_text(int(ui.stored("repeat_len", 8)), vocab))
+
+
+def sequence_summary(lm, result, ind, best) -> None:
+    """How the text was read, which rule of the score applies to it, and the best head."""
+    if result.tokens != [str(i) for i in result.ids]:
+        st.caption(t("lm.own_words", n=len(set(result.ids)), vocab=lm.config.vocab))
+    length = repeat_length(result.ids)
+    counted = len({i for i, _ in target_cells(result.ids)})  # queries whose token occurred before
+    if length:
+        st.caption(t("lm.own_rule_repeat", length=length, offset=length - 1))
+    elif counted:
+        st.caption(t("lm.own_rule_free", n=counted))
+    else:
+        st.warning(t("lm.own_no_repeat"))
+        return
+    st.markdown(t("lm.own_best", layer=int(best[0]), head=int(best[1]), score=f"{ind[best]:.2f}"))
 
 
 # ---------------------------------------------------------------- generate tab
@@ -259,9 +289,11 @@ def generate_tab() -> None:
     ui.latex(r"p_i = \frac{e^{z_i / T}}{\sum_j e^{z_j / T}},\quad "
              r"\text{top-}k:\ \text{the } k \text{ largest } p_i,\quad "
              r"\text{top-}p:\ \min\, S \text{ with } \sum_{i\in S} p_i \ge p")
+    st.caption(t("lm.gen.live_note"))
     lm = trainable_model("chars")
     if lm is None:
         return
+    corpus_note(lm)
     if lm.history:
         with st.expander(t("lm.curves")):
             ui.plot(chars_loss_figure(lm.history), key="lm.chars_curves")
@@ -270,11 +302,36 @@ def generate_tab() -> None:
     if err is not None:
         ui.show_error(err)
         return
-    trace = generate(lm.model, ids, **settings)
+    replaced_note(lm, prompt)
+    trace = generate(lm.model, ids, never=never_generated(lm.tokenizer), **settings)  # it never writes UNK
     st.markdown(t("lm.output"))
     st.code(lm.tokenizer.decode(trace.ids), language=None, wrap_lines=True)
     if trace.steps:
         step_view(lm, trace)
+
+
+def corpus_note(lm) -> None:
+    """What the character model read and how much, and its held-out loss per language (when the checkpoint says)."""
+    stats, loss = lm.info.get("corpus"), lm.info.get("heldout_loss")
+    if stats is None:
+        return
+    parts = stats["parts"]
+    text = t("lm.gen.read", total=stats["total"]["kb"], chars=f"{stats['total']['chars']:,}",
+             en=parts["en_explanations"]["kb"], zh=parts["zh_explanations"]["kb"],
+             n_en=f"{parts['en_generated']['lines']:,}", n_zh=f"{parts['zh_generated']['lines']:,}",
+             gen=round(parts["en_generated"]["kb"] + parts["zh_generated"]["kb"], 1), every=stats["heldout_every"])
+    if loss:
+        text += t("lm.gen.heldout", en=f"{loss['en']:.2f}", zh=f"{loss['zh']:.2f}")  # its English starts with a space
+    st.caption(text)
+
+
+def replaced_note(lm, prompt: str, shown: int = 20) -> None:
+    """Which typed characters the model reads as the unknown token (as typed, never as markup)."""
+    unknown = lm.tokenizer.unknown(prompt)
+    if not unknown:
+        return
+    listed = " ".join(unknown[:shown]) + (f" … (+{len(unknown) - shown})" if len(unknown) > shown else "")
+    st.info(t("lm.gen.replaced", n=len(unknown), chars=ui.plain_md(listed)))
 
 
 def generation_settings(lm):

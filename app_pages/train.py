@@ -6,6 +6,7 @@ with the Language-model page): no click, page switch or language switch touches 
 its progress; the page keeps its result.
 """
 import numpy as np
+import pandas as pd
 import streamlit as st
 
 from app_pages import _ui as ui
@@ -48,13 +49,43 @@ def choose_task():
     return make_task(name)
 
 
+def pct(x: float) -> str:
+    """0.9875 -> "98.8"; never rounds a miss up to 100 (0.9996 -> "99.9")."""
+    return "100" if x >= 1 else f"{min(100 * x, 99.9):.1f}"
+
+
 def describe_model(model, origin: str) -> None:
     info = model.info
-    acc = info.get("val_exact")
     st.info(t(f"train.origin_{origin}", steps=info.get("steps", "?"), seconds=info.get("seconds", "?"),
-              acc="?" if acc is None else f"{100 * acc:.1f}", device=info.get("device", "cpu")))
+              device=info.get("device", "cpu")))
+    accuracy_by_length(model)
     if origin != "shipped" and cached.shipped(model.task.name) is not None:
         st.button(t("train.reset"), key="train.reset", on_click=cached.training.forget, args=(model.task.name,))
+
+
+def accuracy_by_length(model) -> None:
+    """The model's held-out exact accuracy at every input length of its trained range: the weak lengths show."""
+    measured = model.by_length
+    if measured is None:
+        acc = model.info.get("val_exact")
+        st.caption(t("train.acc_unmeasured") if acc is None else t("train.acc_overall_only", acc=pct(acc)))
+        return
+    by_length, n = measured
+    worst_n = min(by_length, key=lambda k: (by_length[k], -k))
+    st.markdown(f"**{t('train.by_length_title')}**")
+    table = pd.DataFrame([[pct(v) for v in by_length.values()]], index=[t("train.exact_row")],
+                         columns=[str(k) for k in by_length])
+    table.index.name = t("train.length_row")  # the header of the first column: input length -> 3 4 5 ...
+    weak = str(worst_n) if by_length[worst_n] < 1 else None  # the worst length, marked unless all are perfect
+    st.dataframe(table.style.apply(lambda row: ["font-weight: bold; color: #c0392b" if c == weak else ""
+                                                for c in row.index], axis=1), key="train.by_length")
+    notes = [t("train.by_length", n=n, worst_n=worst_n, worst=pct(by_length[worst_n]),
+               all=pct(sum(by_length.values()) / len(by_length)))]
+    if model.info.get("by_length_step") is not None:
+        notes.append(t("train.by_length_step", step=model.info["by_length_step"]))
+    if model.task.name == "addition":
+        notes.append(t("train.by_length_addition"))
+    st.caption(" ".join(notes))
 
 
 # ---------------------------------------------------------------- train tab
@@ -96,7 +127,8 @@ def train_settings() -> TrainConfig:
     batch = ui.selectbox(t("train.batch"), [16, 32, 64, 128, 256, 512, 1024, 4096], "batch", TrainConfig.batch_size,
                          container=c[1])
     target = ui.slider(t("train.target"), 0.5, 1.0, "target", 0.99, step=0.01, container=c[2],
-                       help=t("train.target_help"))
+                       help=t("train.target_help", every=TrainConfig.eval_every, n=TrainConfig.eval_per_length,
+                              patience=TrainConfig.target_patience))
     with st.expander(t("train.optimizer")):
         ui.latex(r"\mathrm{lr}(s) = f \cdot d_{\mathrm{model}}^{-0.5}\cdot\min\!\left(s^{-0.5},\; "
                  r"s\cdot \mathrm{warmup}^{-1.5}\right)")
@@ -346,7 +378,9 @@ def draw_job(job, run) -> None:
     st.progress(1.0 if job.done else share,
                 text=t("train.progress", run=index + 1, runs=len(run.trainers), step=trainer.step,
                        seconds=f"{trainer.seconds:.1f}",
-                       acc="–" if hist is None or hist.val_exact is None else f"{100 * hist.val_exact:.1f}%",
+                       acc="–" if hist is None or hist.val_exact is None else f"{pct(hist.val_exact)}%",
+                       worst="–" if hist is None or hist.val_worst is None
+                       else f"{hist.val_worst_len}: {pct(hist.val_worst)}%",
                        tps=f"{trainer.tokens / max(trainer.seconds, 1e-9):,.0f}"))
     drawn = run.curves()
     if drawn:
@@ -354,11 +388,34 @@ def draw_job(job, run) -> None:
 
 
 def result_text(result) -> str:
-    """Why the last run stopped, with its held-out accuracy unless it reached its target."""
-    text = t(f"train.reason_{result.reason}", step=result.step)
-    if result.accuracy is not None and result.reason != "target":
-        text += " " + t("train.reason_acc", acc=f"{100 * result.accuracy:.1f}")
+    """Why the last run stopped, in words, and where its last evaluation left it (result.details: the trainer's
+    outcome(); a comparison carries none)."""
+    o = result.details
+    if o is None:
+        text = t(f"train.reason_{result.reason}", step=result.step)
+        if result.accuracy is not None and result.reason != "target":
+            text += " " + t("train.reason_acc", acc=pct(result.accuracy))
+        return text
+    text = reason_words(result.reason, o)
+    if o["evaluations"]:
+        text += " " + t("train.reason_last", eval_step=o["eval_step"], n=o["worst_len"], acc=pct(o["worst"]),
+                        all=pct(o["overall"]))
     return text
+
+
+def reason_words(reason: str, o: dict) -> str:
+    """The first sentence of result_text: why the run ended, with the stop rule where it decided."""
+    rule = dict(step=o["step"], patience=o["patience"],
+                target="–" if o["target"] is None else f"{100 * o['target']:g}")
+    missed = o["target"] is not None and reason in ("time", "steps")
+    if reason == "stopped" and not o["evaluations"]:
+        return t("train.reason_stopped_early", step=o["step"])
+    if reason == "time" and missed and o["hits"]:  # the last evaluation met the target, one of the evaluations in a row it needs
+        return t("train.reason_time_hit", **rule)
+    if missed and o["best_worst"] is not None:
+        key = "train.reason_time" if reason == "time" else "train.reason_steps_missed"
+        return t(key, best=pct(o["best_worst"]), best_n=o["best_worst_len"], **rule)
+    return t(f"train.reason_{reason}", **rule)
 
 
 def reached(result) -> bool:

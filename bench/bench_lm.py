@@ -5,8 +5,10 @@ cache at several lengths (MHA / GQA / MQA).
                              [--device cpu]
 
 Part 1 trains the page's default induction run (2 layers x 4 heads, attention-only, d_model 64, batch 32, AdamW
-1e-3, sequences of 2 x 20 tokens) once per seed and prints the training time and step at which the best induction
-score first exceeds 0.5 (evaluations every 50 steps), and the in-context vs first-half loss at the end.
+1e-3, sequences of 64 random tokens in which a segment of 2..32 tokens occurs 2-3 times at random places) once per
+seed and prints the training time and step of the phase change (the in-context loss 1 nat below the loss on
+unpredictable tokens, viz_core.lm.induction.phase_change_step) and at which the best induction score first exceeds
+0.5 (evaluations every 50 steps, on held-out x = s s with |s| = 4, 8, 15, 30), and the losses at the end.
 Part 2 times one new token (best of --repeats) after `length` tokens for an untrained decoder (2 layers, 4 query
 heads, d_model 64, MLP 256): without the cache the model reruns all length + 1 positions; with it, one position.
 """
@@ -23,6 +25,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from viz_core.lm import DecoderLM, LMConfig  # noqa: E402
 from viz_core.lm.generate import cache_difference, time_per_token  # noqa: E402
+from viz_core.lm.induction import phase_change_step  # noqa: E402
 from viz_core.lm.training import LMTrainConfig, LMTrainer  # noqa: E402
 
 
@@ -43,15 +46,19 @@ def time_to_induction(seed: int, max_seconds: float, threads: int, device) -> No
     cfg = LMTrainConfig(task="induction", max_seconds=max_seconds, seed=seed, threads=threads,
                         force_cpu=device == "cpu")
     trainer = LMTrainer(cfg, device=device)
-    wall0, hit = time.perf_counter(), None
+    wall0, hit, phase = time.perf_counter(), None, None
     for m in trainer.run():
+        now = (m.seconds, time.perf_counter() - wall0, m.step)
         if hit is None and m.evaluated and (m.induction or 0) > 0.5:
-            hit = (m.seconds, time.perf_counter() - wall0, m.step)
+            hit = now
+        if phase is None and m.evaluated and phase_change_step(trainer.history) is not None:
+            phase = now
     last = [h for h in trainer.history if h.get("evaluated")][-1]
-    found = "never" if hit is None else f"{hit[0]:5.1f} s training ({hit[1]:5.1f} s wall), step {hit[2]}"
-    print(f"seed {seed} on {trainer.device}: induction > 0.5 after {found}; at the end ({trainer.step} steps) "
-          f"loss first half {last['first_loss']:.2f}, repeated {last['repeat_loss']:.2f}, "
-          f"induction {last['induction']:.2f}, previous-token {last['prev_token']:.2f}", flush=True)
+    told = lambda t: "never" if t is None else f"{t[0]:5.1f} s training ({t[1]:5.1f} s wall), step {t[2]}"  # noqa: E731
+    print(f"seed {seed} on {trainer.device}: phase change after {told(phase)}; induction > 0.5 after {told(hit)}; "
+          f"at the end ({trainer.step} steps) loss unpredictable {last['first_loss']:.2f}, in-context "
+          f"{last['repeat_loss']:.2f}, induction {last['induction']:.2f}, previous-token {last['prev_token']:.2f}",
+          flush=True)
 
 
 def cache_timing(lengths: list[int], repeats: int) -> None:

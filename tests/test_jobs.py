@@ -205,6 +205,23 @@ def test_a_plain_runs_result_says_why_it_ended(steps, end, expected):
     assert run_result(job, run) == replace(expected, accuracy=None)  # a page that measures no accuracy
 
 
+def test_a_plain_runs_result_carries_the_pages_details_of_how_it_ended():
+    """The Train page passes Trainer.outcome (worst length, hits, ...); a comparison and a run that never started
+    carry none, and a page that asks for none (the Language-model page) gets None."""
+    def details(trainer):
+        return {"hits": trainer.step, "last": trainer.history[-1]["val_exact"]}
+
+    run = Run("sort", [("run", FakeTrainer(4, end="time"))])
+    job = run_job(run)
+    assert job.join(5)
+    assert run_result(job, run, accuracy, details) == RunResult("ok", "time", "sort", 4, 1.0,
+                                                                details={"hits": 4, "last": 1.0})
+    assert run_result(job, run).details is None
+    run = Run("sort", [("a", FakeTrainer(2)), ("b", FakeTrainer(2))], kind="compare:heads")
+    job = run_job(run)
+    assert job.join(5) and run_result(job, run, accuracy, details).details is None
+
+
 @pytest.mark.parametrize("kind", ["train", "compare:scale"])
 def test_a_run_stopped_while_it_waits_in_line_is_unstarted(kind):
     slots = JobSlots(1)

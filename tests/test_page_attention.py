@@ -1,6 +1,8 @@
 """AppTest of the Attention page: every view renders real content, URL state restores it, bad input is a message."""
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from streamlit.testing.v1 import AppTest
@@ -65,13 +67,93 @@ def test_bad_or_odd_input_never_raises(text):
         assert not at.error and len(_plots(at)) == 1
 
 
-@pytest.mark.parametrize("lang, words", [("en", ["13 of 18 tokens", "[UNK]", "bert-base-chinese"]),
-                                         ("zh", ["18 个词元中有 13 个", "[UNK]", "bert-base-chinese"])])
-def test_chinese_on_the_default_model_explains_unknown_tokens(lang, words):
-    at = run_page("attention", {"lang": lang, "text": "我爱自然语言处理，注意力机制很有趣。"})
+ZH_SENTENCE = "我今天在图书馆学习注意力机制，老师说它很重要。"  # issue #21
+
+
+@pytest.mark.parametrize("lang, words, offline", [
+    ("en", ["17 of 23 tokens are `[UNK]`", "(74 %)", "vocabulary", "all-MiniLM-L6-v2"],
+     ["cannot reach the Hugging Face hub", "bert-base-chinese (~410 MB)", "need the network"]),
+    ("zh", ["23 个词元中有 17 个是 `[UNK]`", "（74%）", "词表"],
+     ["连不上 Hugging Face", "bert-base-chinese（约 410 MB）", "需要联网"])])
+def test_chinese_on_the_default_model_warns_and_names_the_models_that_read_it(monkeypatch, lang, words, offline):
+    """Offline (the network off, nothing cached): the cause, the count, and the Chinese models that need the network."""
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    at = run_page("attention", {"lang": lang, "text": ZH_SENTENCE})
     assert_clean(at)
-    assert at.info and all(w in at.info[0].value for w in words)
+    assert len(at.warning) == 1 and all(w in at.warning[0].value for w in words)
+    captions = " ".join(c.value for c in at.caption)
+    assert all(w in captions for w in offline)
+    assert not [b for b in at.button if "bert-base-chinese" in b.label]  # no button for a model that cannot load
     assert len(_plots(at)) == 1
+
+
+def test_picker_lists_models_with_language_kind_and_size(monkeypatch):
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    at = run_page("attention", {"lang": "en"})
+    picker = widget(at, "selectbox", "attention.model")
+    assert picker.value == "" and picker.options[0].startswith("all-MiniLM-L6-v2 · English · encoder")
+    assert "bert-base-chinese · Chinese · encoder (BERT) · ~410 MB download, needs the network" in picker.options
+    assert any(o.startswith("HuggingFaceTB/SmolLM2-135M · English · decoder (Llama (GQA))") for o in picker.options)
+    assert not at.text_input  # the default policy: no free id box
+    at = run_page("attention", {"lang": "zh"})
+    options = widget(at, "selectbox", "attention.model").options
+    assert "bert-base-chinese · 中文 · 编码器 (BERT) · 需联网下载约 410 MB" in options
+
+
+@pytest.fixture
+def cached_chinese_bert(monkeypatch, tmp_path):
+    """The network off, and bert-base-chinese in the hub cache (a tiny random one with a Chinese vocabulary)."""
+    from huggingface_hub import constants
+
+    from tests.pretrained.tiny_models import fake_hub_cache
+    monkeypatch.setattr(constants, "HF_HUB_CACHE", str(fake_hub_cache(tmp_path)))
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+
+
+def test_offered_chinese_model_reads_the_sentence(cached_chinese_bert):
+    at = run_page("attention", {"lang": "zh", "text": ZH_SENTENCE})
+    assert_clean(at)
+    assert "已在此服务器上" in " ".join(c.value for c in at.caption)
+    use = [b for b in at.button if b.label == "改用 bert-base-chinese（约 410 MB）"]
+    assert len(use) == 1
+    use[0].click().run()
+    assert_clean(at)
+    assert "bert-base-chinese" in at.markdown[0].value and "2 层 × 4 个头" in at.markdown[0].value
+    assert widget(at, "selectbox", "attention.model").value == "bert-base-chinese"
+    assert not at.warning and not at.info and not at.error  # every character is in its vocabulary
+    assert len(_plots(at)) == 1
+
+
+def test_few_unknown_tokens_are_only_a_note():
+    at = run_page("attention", {"lang": "en", "text": "The cat sat on the mat 🙂 today."})
+    assert_clean(at)
+    assert not at.warning and at.info and "1 of 9 tokens" in at.info[0].value
+
+
+def test_free_id_box_when_the_operator_allows_any_id(monkeypatch):
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    monkeypatch.setenv("ATTN_ALLOW_ANY_HUB_MODEL", "1")
+    at = run_page("attention", {"lang": "en"})
+    box = at.text_input(key="attention.model_other")
+    box.set_value("no-such-org/no-such-model").run()
+    assert_clean(at)
+    assert widget(at, "selectbox", "attention.model").value == "no-such-org/no-such-model"
+    assert at.error and "cannot reach the Hugging Face hub" in at.error[0].value
+    assert at.text_input(key="attention.model_other").value == ""  # moved into the picker
+    assert len(_plots(at)) == 1  # the default model meanwhile
+
+
+@pytest.mark.parametrize("words, thinned", [(18, False), (150, True)])
+def test_long_input_says_that_labels_are_thinned(words, thinned):
+    text = " ".join(["every", "token", "looks", "at", "other", "tokens"] * (words // 6))
+    at = run_page("attention", {"lang": "en", "text": text})
+    assert_clean(at)
+    notes = [c.value for c in at.caption if "Long input" in c.value]
+    assert bool(notes) is thinned
+    if thinned:
+        assert "query axis names one token in 3" in notes[0] and "3·looks" in notes[0]
+        yaxis = json.loads(at.get("plotly_chart")[0].proto.spec)["layout"]["yaxis"]
+        assert yaxis["ticktext"][:3] == ["0·[CLS]", "3·looks", "6·token"]
 
 
 def test_english_has_no_unknown_token_note():

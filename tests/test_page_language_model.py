@@ -53,6 +53,38 @@ def test_your_sequence_tab_draws_the_typed_tokens():
     assert len(specs) == 3  # the two score maps of this sequence and one head's attention
     attention = specs[-1]
     assert attention["layout"]["xaxis"]["ticktext"] == [f"{i}:{tok}" for i, tok in enumerate("5 9 2 7 5 9 2 7".split())]
+    assert "a segment of 4 tokens typed twice" in texts(at.caption)  # the standard rule, offset -(L - 1) = -3
+    assert "A[i, i − 3]" in texts(at.caption)
+    best = [m.value for m in at.markdown if "Best induction head" in m.value]
+    assert best and float(best[0].split("score **")[1].rstrip("*.")) >= 0.5
+
+
+@pytest.mark.parametrize("lang, text, words", [
+    ("en", "I went to the park and then I went to the park again.", "Read as words: 9 different words"),
+    ("zh", "我今天在图书馆学习注意力机制，明天我还要在图书馆学习注意力机制。", "按词读取：19 个不同的词"),
+])
+def test_your_sequence_reads_words_and_scores_the_repeated_phrase(lang, text, words):
+    at = open_lm({"lang": lang, "tab": "sequence", "seq": text})
+    assert_clean(at)
+    assert words in texts(at.caption)
+    best = [m.value for m in at.markdown if "score **" in m.value or "分数 **" in m.value]
+    assert best and float(best[0].rsplit("**", 2)[-2]) >= 0.5
+
+
+def test_make_a_repeated_sequence_button_writes_a_fresh_repeat():
+    at = open_lm({"lang": "en", "tab": "sequence", "repeat_len": "12"})
+    before = at.text_input(key="language_model.seq").value
+    at.button(key="lm.make_repeat").click().run()
+    assert_clean(at)
+    ids = at.text_input(key="language_model.seq").value.split()
+    assert len(ids) == 24 and ids[:12] == ids[12:] and " ".join(ids) != before
+    assert "a segment of 12 tokens typed twice" in texts(at.caption)
+
+
+def test_a_sequence_without_repeats_says_there_is_nothing_to_copy():
+    at = open_lm({"lang": "en", "tab": "sequence", "seq": "1 2 3 4 5"})
+    assert_clean(at)
+    assert "nothing to copy" in " ".join(w.value for w in at.warning)
 
 
 def test_snapshot_slider_moves_through_training():
@@ -109,9 +141,9 @@ def test_stop_button_stops_a_long_run():
 
 
 @pytest.mark.parametrize("lang, text, words", [
-    ("en", "3 x 4", "does not know the token “x”"),
-    ("zh", "3 x 4", "模型不认识词元“x”"),
-    ("en", " ".join(["1"] * 50), "this model reads at most 40"),
+    ("en", " ".join(f"w{i}" for i in range(70)), "70 different words, but the model has only 64 symbols"),
+    ("zh", " ".join(f"w{i}" for i in range(70)), "你的文本有 70 个不同的词"),
+    ("en", " ".join(["1"] * 70), "this model reads at most 64"),
 ])
 def test_bad_sequence_shows_an_error_not_an_exception(lang, text, words):
     at = open_lm({"lang": lang, "tab": "sequence"})
@@ -120,8 +152,9 @@ def test_bad_sequence_shows_an_error_not_an_exception(lang, text, words):
     assert words in texts(at.error)
 
 
-def test_bad_prompt_shows_an_error():
+def test_any_prompt_is_taken_and_unknown_characters_are_named():
     at = open_lm({"lang": "en", "tab": "generate"})
-    at.text_input(key="language_model.prompt").set_value("Zebra ∑").run()
+    at.text_input(key="language_model.prompt").set_value("Zebra 🦓").run()
     assert_clean(at)
-    assert "does not know the token" in texts(at.error)
+    assert not at.error and at.code[0].value.startswith("Zebra \ufffd")
+    assert "🦓" in texts(at.info)

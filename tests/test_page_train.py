@@ -58,8 +58,12 @@ def test_short_training_run_zh():
     model, origin = at.session_state["train.models"]["addition"]
     assert origin == "trained" and model.info["steps"] > 0 and model.history
     assert "你训练的模型" in texts(at.info)
-    # addition needs ~1500 steps, never done in 2 s: the page says the time ran out, with the accuracy, not "success"
-    assert "训练用完了时间预算" in texts(at.info) + texts(at.success) and "整句准确率" in texts(at.info)
+    # addition needs ~1500 steps, never done in 2 s: the page says the time ran out, with the worst length's
+    # accuracy at the last evaluation and the rule that decides, as a note (not "success")
+    assert "用完了时间预算" in texts(at.info) and "最差的输入长度" in texts(at.info) and "连续 2 次" in texts(at.info)
+    assert "第 2 步" not in texts(at.success)
+    table = at.dataframe[0].value  # the accuracy of the trained model at every input length (1 and 2 digits)
+    assert list(table.columns) == ["1", "2"] and "在第" in texts(at.caption)
     assert at.button(key="train.stop").disabled  # no job left running
 
 
@@ -112,3 +116,88 @@ def test_malformed_input_is_refused_with_a_message(lang, task, text, words):
     assert_clean(at)
     assert words in texts(at.error)
     assert not any("outside" in i or "超出" in i for i in (str(x.value) for x in at.info))
+
+
+# ---------------------------------------------------------------- accuracy by input length, why a run ended
+def test_the_shipped_model_shows_its_accuracy_at_every_input_length():
+    at = run_page("train", {"lang": "en", "task": "sort"})
+    assert_clean(at)
+    table = at.dataframe[0].value
+    assert list(table.columns) == [str(n) for n in range(3, 11)]
+    assert all(float(v) >= 99.0 for v in table.iloc[0])  # the re-shipped sort model: >= 99 % at every length
+    assert "1000 inputs per length" in texts(at.caption) and "Worst length" in texts(at.caption)
+    at = run_page("train", {"lang": "zh", "task": "addition"})
+    assert list(at.dataframe[0].value.columns) == ["1", "2"] and "较长那个的位数" in texts(at.caption)
+
+
+def _details(**kw) -> dict:
+    base = {"reason": "time", "step": 180, "target": 0.99, "patience": 2, "hits": 0, "evaluations": 3,
+            "eval_step": 180, "overall": 0.991, "worst_len": 10, "worst": 0.975, "best_worst_len": 10,
+            "best_worst": 0.975}
+    return base | kw
+
+
+@pytest.mark.parametrize("lang, reason, details, box, words", [
+    ("en", "target", _details(reason="target", hits=2, worst=0.993, overall=0.998), "success",
+     ["reached the target after 180 steps", "at or above 99% on 2 evaluations in a row",
+      "worst input length 10 at 99.3%"]),
+    ("en", "time", _details(), "info",
+     ["used its time budget (180 steps) before reaching the target", "best worst-length accuracy was 97.5%",
+      "worst input length 10 at 97.5%"]),
+    ("en", "time", _details(hits=1, worst=0.998, best_worst=0.998), "info",
+     ["its last evaluation met the target", "only when met on 2 evaluations in a row", "at 99.8%"]),
+    ("zh", "time", _details(hits=1, worst=0.998, best_worst=0.998), "info", ["连续 2 次评估都达到才算数"]),
+    ("en", "stopped", _details(reason="stopped", evaluations=0, eval_step=None, overall=None, worst_len=None,
+                               worst=None, best_worst_len=None, best_worst=None, step=7), "info",
+     ["Stopped by you after 7 steps, before the first evaluation", "accuracy was not measured"]),
+    ("zh", "stopped", _details(reason="stopped", step=200), "info", ["你在第 200 步停止了训练", "最差的输入长度 10"]),
+])
+def test_the_page_says_truthfully_why_a_run_ended(lang, reason, details, box, words):
+    from app_pages._ui.training_job import RunResult
+    at = run_page("train", {"lang": lang, "task": "reverse"})
+    at.session_state["train.result"] = RunResult("ok", reason, "reverse", details["step"], details["overall"],
+                                                 details=details)
+    at.run()
+    assert_clean(at)
+    shown = texts(getattr(at, box))
+    assert all(w in shown for w in words), shown
+    assert "?%" not in texts(at.info) + texts(at.caption)
+
+
+def test_a_model_stopped_before_its_first_evaluation_says_so_instead_of_a_question_mark():
+    from viz_core.seq2seq.training import Trainer, TrainConfig
+    from viz_core.seq2seq.model import ModelConfig
+    from viz_core.seq2seq.tasks import make_task
+    trainer = Trainer(make_task("copy"), ModelConfig(d_model=16, n_heads=2, n_enc_layers=1, n_dec_layers=1, d_ff=32),
+                      TrainConfig(batch_size=8))
+    for _ in trainer.run():
+        trainer.request_stop()
+    at = run_page("train", {"lang": "en", "task": "copy"})
+    at.session_state["train.models"] = {"copy": (trainer.translator(), "trained")}
+    at.run()
+    assert_clean(at)
+    assert "Showing your model" in texts(at.info) and "?" not in texts(at.info)
+    assert "stopped before the first evaluation" in texts(at.caption) and not at.dataframe
+
+
+# ---------------------------------------------------------------- the student's own input
+@pytest.mark.parametrize("text, answer", [("9 3 7 1", "1 3 7 9"), ("9,3,7,1", "1 3 7 9"), ("９，３，７，１", "1 3 7 9"),
+                                          ("  4 4 0 2 ", "0 2 4 4"), ("8052", "0 2 5 8")])
+def test_own_input_is_sorted(text, answer):
+    at = run_page("train", {"lang": "en", "task": "sort", "src_sort": text, "tab": "decode"})
+    assert_clean(at)
+    assert at.code[0].value == answer and "Correct" in texts(at.success) and not at.error
+
+
+@pytest.mark.parametrize("lang, text, words", [
+    ("en", "9 3 x 1", "does not know the token “x”. It accepts: 0 1 2 3 4 5 6 7 8 9"),
+    ("en", "12 3 7", "“12” is not one digit"),
+    ("zh", "12 3 7", "“12”不是一位数字"),
+    ("en", " ", "Type an input first"),
+    ("zh", "", "请先输入内容"),
+    ("en", "1" * 40, "this model takes at most"),
+])
+def test_bad_own_input_is_refused_with_a_message(lang, text, words):
+    at = run_page("train", {"lang": lang, "task": "sort", "src_sort": text, "tab": "decode"})
+    assert_clean(at)
+    assert words in texts(at.error) and not at.code

@@ -86,7 +86,7 @@ def test_absurd_model_configs_are_refused_before_building(files, changes, code):
     (lambda c: c.update(history=[{"loss": [1, 2]}]), "train.ckpt_field"),
     (lambda c: c.update(info={str(i): i for i in range(1000)}), "train.ckpt_field"),
     (lambda c: c["train"].update(batch_size=10**9), "train.ckpt_range"),
-    (lambda c: c["train"].update(eval_size="all"), "train.ckpt_field"),
+    (lambda c: c["train"].update(eval_per_length="all"), "train.ckpt_field"),
     (lambda c: c["task"].update(max_len=10**9), "train.bad_lengths"),
     (lambda c: c["task"].update(max_len=10.0), "train.ckpt_field"),
     (lambda c: c["task"].update(name=["reverse"]), "train.ckpt_field"),

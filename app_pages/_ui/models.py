@@ -41,6 +41,19 @@ def _secrets_table(name: str) -> dict:
     return dict(table) if hasattr(table, "keys") else {}
 
 
+def hub_online() -> bool:
+    """Whether models can download now: HF_HUB_OFFLINE is not set and the hub answers (asked at most once a minute,
+    and only where a page needs to know, e.g. to offer a model that reads the text)."""
+    from viz_core.pretrained import catalog
+    return not catalog.hub_offline_forced() and _hub_answers()
+
+
+@st.cache_data(ttl=60, show_spinner=False)
+def _hub_answers() -> bool:
+    from viz_core.pretrained import catalog
+    return catalog.hub_reachable(timeout=2.0)
+
+
 def model(name: str = "") -> "pretrained.LoadedModel":
     """The loaded model for a hub id / folder ("" = the packaged all-MiniLM-L6-v2), as the policy allows.
     Raises InputError."""

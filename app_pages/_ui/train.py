@@ -26,7 +26,7 @@ def _accuracy(trainer: Trainer) -> float | None:
 
 
 # this session's training job, its models (task -> (Translator, "trained" | "uploaded")) and comparisons
-training = TrainingJob("train", shipped, model_of=Trainer.translator, accuracy=_accuracy)
+training = TrainingJob("train", shipped, model_of=Trainer.translator, accuracy=_accuracy, details=Trainer.outcome)
 
 
 def build_run(kind: str, task: Task, runs: list[tuple[str, ModelConfig, TrainConfig]]) -> Run | None:

@@ -50,6 +50,8 @@ class RunResult:
     step: int                       # steps done
     accuracy: float | None = None   # held-out accuracy at its last evaluation, where the page measures one
     error_ref: str | None = None    # with "failed": the error id (the traceback is in the server's log)
+    details: dict | None = None     # what the page's details(trainer) says of how it ended (the Train page:
+    #                                 Trainer.outcome(): target, worst length, evaluations); None where it says nothing
 
 
 @dataclass
@@ -95,8 +97,8 @@ def _as_dict(record) -> dict:
     return record if isinstance(record, dict) else record.to_dict()
 
 
-def run_result(job: BackgroundJob, run: Run, accuracy: Callable[[Any], float | None] = lambda trainer: None
-               ) -> RunResult:
+def run_result(job: BackgroundJob, run: Run, accuracy: Callable[[Any], float | None] = lambda trainer: None,
+               details: Callable[[Any], dict | None] = lambda trainer: None) -> RunResult:
     """How a finished job ended. A comparison ends as its last trainer did; a plain run fails when its loss went
     NaN or diverged, and counts as unstarted when it was stopped before its first step."""
     trainer = run.trainers[-1][1]
@@ -106,10 +108,11 @@ def run_result(job: BackgroundJob, run: Run, accuracy: Callable[[Any], float | N
     if run.comparison is not None:  # a trainer stopped while it waited in line never started: no reason of its own
         return RunResult("ok", trainer.reason or "unstarted", run.task, trainer.step)
     if trainer.reason in FAILURES:
-        return RunResult("error", trainer.reason, run.task, trainer.step, accuracy(trainer))
+        return RunResult("error", trainer.reason, run.task, trainer.step, accuracy(trainer), details=details(trainer))
     if trainer.step == 0:  # stopped before its first step (in line for a slot, or at once)
         return RunResult("ok", "unstarted", run.task, 0)
-    return RunResult("ok", trainer.reason or "stopped", run.task, trainer.step, accuracy(trainer))
+    return RunResult("ok", trainer.reason or "stopped", run.task, trainer.step, accuracy(trainer),
+                     details=details(trainer))
 
 
 class TrainingJob:
@@ -119,9 +122,10 @@ class TrainingJob:
     keys ("<name>.queue_stop") and its texts ("<name>.queued", "<name>.stop")."""
 
     def __init__(self, name: str, shipped: Callable[[str], Any], model_of: Callable[[Any], Any],
-                 accuracy: Callable[[Any], float | None] = lambda trainer: None):
+                 accuracy: Callable[[Any], float | None] = lambda trainer: None,
+                 details: Callable[[Any], dict | None] = lambda trainer: None):
         self.name = name
-        self._shipped, self._model_of, self._accuracy = shipped, model_of, accuracy
+        self._shipped, self._model_of, self._accuracy, self._details = shipped, model_of, accuracy, details
 
     # ------------------------------------------------------------ the session's models
     def models(self) -> dict:
@@ -189,7 +193,7 @@ class TrainingJob:
         if job is None:
             return None
         run: Run = job.info["run"]
-        result = run_result(job, run, self._accuracy)
+        result = run_result(job, run, self._accuracy, self._details)
         if result.status == "ok" and run.comparison is not None:
             self.comparisons()[(run.task, run.comparison)] = run.curves()
         elif result.status == "ok" and result.reason != "unstarted":

@@ -1,5 +1,5 @@
 """The decoder-only LM: causal attention (against torch's reference), the KV cache (exact for MHA / GQA / MQA),
-induction data and head scores (against hand-built patterns), sampling filters, training and checkpoints."""
+sampling filters, training and checkpoints."""
 import numpy as np
 import pytest
 import torch
@@ -7,8 +7,6 @@ import torch.nn.functional as F
 
 import viz_core
 from viz_core.errors import InputError
-from viz_core.lm.induction import (half_losses, head_scores, induction_score, induction_targets, previous_token_score,
-                                repeated_tokens)
 from viz_core.lm import DecoderLM, LMConfig, cache_bytes
 from viz_core.lm.generate import cache_difference, generate, sampling_probs, time_per_token
 from viz_core.lm.training import LMTrainConfig, LMTrainer, Tokenizer, load_lm, load_lm_files, lm_checkpoint_files
@@ -129,49 +127,9 @@ def test_sampling_filters():
     assert float(p[0]) > 0.5
 
 
-# ---------------------------------------------------------------- induction data and scores
-def test_repeated_tokens_repeat_their_segment():
-    ids, rep = repeated_tokens(16, 10, 50, torch.Generator().manual_seed(0), min_repeat=4)
-    assert ids.shape == (16, 20) and rep.shape == (16, 20)
-    for b in range(16):
-        length = 20 - int(rep[b].nonzero()[0]) + 1  # the copy starts one before the first repeated target
-        assert ids[b, 20 - length:].tolist() == ids[b, 20 - 2 * length: 20 - length].tolist()
-    fixed, rep = repeated_tokens(4, 6, 50, torch.Generator().manual_seed(1))
-    assert torch.equal(fixed[:, :6], fixed[:, 6:]) and rep[:, 7:].all() and not rep[:, :7].any()
-
-
-def test_half_losses_split_the_unpredictable_and_repeated_tokens():
-    ids, rep = repeated_tokens(2, 4, 10, torch.Generator().manual_seed(0))  # N = 8; targets 1..3 | 5..7
-    logits = torch.zeros(2, 8, 10)
-    logits[:, :-1].scatter_(2, ids[:, 1:, None], 100.0)  # perfect everywhere...
-    logits[:, :3] = 0.0  # ...except on the first-half targets 1..3: uniform, loss log 10
-    first, repeated = half_losses(logits, ids, rep)
-    assert abs(float(first) - np.log(10)) < 1e-5 and float(repeated) < 1e-6
-
-
-def test_induction_score_of_a_hand_built_pattern():
-    tokens = [5, 7, 9, 5, 7, 9]  # queries 3, 4, 5 have earlier occurrences at 0, 1, 2 -> targets 1, 2, 3
-    assert induction_targets(tokens).tolist() == [-1, -1, -1, 1, 2, 3]
-    w = np.zeros((6, 6))
-    w[np.arange(6), 0] = 1.0  # everyone looks at token 0...
-    w[3, :] = [0.0, 1.0, 0, 0, 0, 0]  # ...except query 3: all on its target
-    w[4, :] = [0.5, 0.0, 0.5, 0, 0, 0]  # query 4: half on its target
-    assert induction_score(w, tokens) == pytest.approx((1.0 + 0.5 + 0.0) / 3)
-    prev = np.eye(6, k=-1)
-    prev[0, 0] = 1.0
-    assert previous_token_score(prev) == 1.0
-    assert previous_token_score(w) == pytest.approx(1 / 5)  # only query 1 looks at its previous token (key 0)
-    p, ind = head_scores(np.stack([np.stack([w, prev])]), tokens)  # (L=1, H=2, N, N)
-    assert ind.shape == (1, 2) and ind[0, 0] == pytest.approx(0.5) and ind[0, 1] == 0.0
-
-
-def test_induction_targets_use_the_latest_earlier_occurrence():
-    assert induction_targets(["a", "b", "a", "c", "a"]).tolist() == [-1, -1, 1, -1, 3]
-
-
 # ---------------------------------------------------------------- training and checkpoints
 def quick_trainer(task="induction", steps=60):
-    cfg = LMTrainConfig(task=task, max_steps=steps, max_seconds=1e9, eval_every=20, force_cpu=True, half=8,
+    cfg = LMTrainConfig(task=task, max_steps=steps, max_seconds=1e9, eval_every=20, force_cpu=True, seq_len=16,
                         min_repeat=4, context=32, batch_size=16)
     return LMTrainer(cfg)
 
@@ -230,7 +188,8 @@ def test_attention_of_text_and_bad_input():
     lm = trainer.language_model()
     res = lm.attention("3 1 4 1 5")
     assert res.tokens == ["3", "1", "4", "1", "5"] and res.weights.shape == (2, 4, 5, 5)
-    for text, code in (("", "lm.empty_text"), ("3 x", "lm.unknown_token"), (" ".join(["1"] * 17), "lm.too_long")):
+    for text, code in (("", "lm.empty_text"), (" ".join(["1"] * 17), "lm.too_long"),
+                       (" ".join(f"w{i}" for i in range(70)), "lm.too_many_words")):
         with pytest.raises(InputError) as err:
             lm.attention(text)
         assert err.value.code == code
@@ -239,7 +198,6 @@ def test_attention_of_text_and_bad_input():
 
 
 def test_shipped_induction_checkpoint_tells_the_story():
-    from pathlib import Path
     lm = load_lm(viz_core.CHECKPOINTS_DIR / "lm_induction")
     last = [h for h in lm.history if h.get("evaluated")][-1]
     assert last["induction"] > 0.5 and last["repeat_loss"] < 0.5 * last["first_loss"]

@@ -100,10 +100,19 @@ def test_vocab_decode_stops_at_eos():
     assert vocab.decode([BOS, vocab.stoi["a"], vocab.stoi["b"], EOS, vocab.stoi["a"]]) == ["a", "b"]
 
 
+def test_a_student_may_separate_digits_with_spaces_commas_or_nothing():
+    """What people type: spaces, commas (a Chinese keyboard's full-width ones too), full-width digits, no separator."""
+    task = make_task("sort")
+    for text in ("9 3 7 1", " 9  3 7 1 ", "9,3,7,1", "9, 3, 7, 1", "９，３，７，１", "9、3、7、1", "9371"):
+        assert task.tokenize(text) == ["9", "3", "7", "1"], text
+    assert make_task("addition").tokenize("１２＋３４") == ["1", "2", "+", "3", "4"]
+
+
 # ---------------------------------------------------------------- malformed input is refused, with a message
 @pytest.mark.parametrize("name, text, code", [
     ("copy", "3 + 4", "train.unknown_token"), ("sort", "a b c", "train.unknown_token"),
-    ("reverse", "3 14 1", "train.unknown_token"),
+    ("reverse", "3 14 1", "train.one_digit"), ("sort", "9 3 7 -1", "train.unknown_token"),
+    ("sort", "9;3;x", "train.unknown_token"), ("copy", " , ", "train.empty_input"),
     ("addition", "1+2+3", "train.add_format"), ("addition", "12", "train.add_format"),
     ("addition", "+3", "train.add_format"), ("addition", "3+", "train.add_format"),
     ("addition", "-3+4", "train.add_format"), ("addition", "1.5+2", "train.add_format"),

@@ -7,6 +7,7 @@ import sys
 import zipfile
 from pathlib import Path
 
+import numpy as np
 import pytest
 import torch
 import torch.nn.functional as F
@@ -28,7 +29,7 @@ TINY = ModelConfig(d_model=32, n_heads=2, n_enc_layers=1, n_dec_layers=1, d_ff=6
 
 def quick(task="reverse", steps=12, **kw) -> Trainer:
     cfg = TrainConfig(batch_size=32, max_steps=steps, max_seconds=60, target_accuracy=None, eval_every=5,
-                      eval_size=32, **kw)
+                      eval_per_length=4, **kw)
     trainer = Trainer(make_task(task, min_len=3, max_len=6) if task != "date" else make_task(task), TINY, cfg)
     list(trainer.run())
     return trainer
@@ -155,13 +156,13 @@ def test_run_yields_metrics_and_stops_on_steps():
 
 
 def test_stops_at_target_time_and_request():
-    t = Trainer(make_task("copy"), TINY, TrainConfig(target_accuracy=0.0, eval_every=3, eval_size=16, batch_size=8))
+    t = Trainer(make_task("copy"), TINY, TrainConfig(target_accuracy=0.0, eval_every=3, eval_per_length=2, batch_size=8))
     list(t.run())
     assert t.reason == "target" and t.step == 6  # two evaluations in a row at or above the target
-    t = Trainer(make_task("copy"), TINY, TrainConfig(max_seconds=0.0, batch_size=8, eval_size=16))
+    t = Trainer(make_task("copy"), TINY, TrainConfig(max_seconds=0.0, batch_size=8, eval_per_length=2))
     list(t.run())
     assert t.reason == "time" and t.step == 1
-    t = Trainer(make_task("copy"), TINY, TrainConfig(batch_size=8, eval_size=16))
+    t = Trainer(make_task("copy"), TINY, TrainConfig(batch_size=8, eval_per_length=2))
     first = None
     for m in t.run():
         first = first or m.step
@@ -172,7 +173,7 @@ def test_stops_at_target_time_and_request():
 def test_target_check_on_the_training_batch_brings_the_evaluation_forward():
     """With the batch screen every 2 steps (target 0 always in sight), held-out evaluations run at steps 2 and 4
     instead of waiting for eval_every; with the screen off, only eval_every and the last step evaluate."""
-    cfg = dict(target_accuracy=0.0, eval_every=1000, eval_size=16, batch_size=8, max_steps=30)
+    cfg = dict(target_accuracy=0.0, eval_every=1000, eval_per_length=2, batch_size=8, max_steps=30)
     t = Trainer(make_task("copy"), TINY, TrainConfig(check_every=2, **cfg))
     list(t.run())
     assert t.reason == "target" and t.step == 4
@@ -180,6 +181,135 @@ def test_target_check_on_the_training_batch_brings_the_evaluation_forward():
     t = Trainer(make_task("copy"), TINY, TrainConfig(check_every=0, **cfg))
     list(t.run())
     assert t.reason == "steps" and [m.step for m in t.history if m.evaluated] == [30]
+
+
+# ---------------------------------------------------------------- accuracy per input length and the stop rule
+class StubReverser(torch.nn.Module):
+    """A hand-made 'model' for reverse whose per-length accuracy is known: greedy decoding with it outputs the
+    reversed source, except at length 7 (it stops at once: always wrong) and at length 9 when the first source digit
+    is even (its first output token is then off by one)."""
+
+    def __init__(self):
+        super().__init__()
+        self.cfg = ModelConfig(max_len=16, src_vocab=13, tgt_vocab=13)
+        self.dummy = torch.nn.Parameter(torch.zeros(1))
+
+    def encode(self, src):
+        return src
+
+    def decode(self, ys, memory, src):
+        n = (src != PAD).sum(1)  # (B,) source lengths
+        t = ys.shape[1] - 1  # tokens emitted so far
+        pos = (n - 1 - t).clamp(min=0)
+        nxt = torch.where(t < n, src.gather(1, pos[:, None])[:, 0], torch.full_like(n, EOS))  # (B,)
+        nxt = torch.where(n == 7, torch.full_like(n, EOS), nxt)
+        first_even = (src[:, 0] - 3) % 2 == 0  # digit ids are 3..12 for "0".."9"
+        nxt = torch.where((n == 9) & first_even & (t == 0), (nxt - 3 + 1) % 10 + 3, nxt)
+        return F.one_hot(nxt, 13).float()[:, None].expand(-1, ys.shape[1], -1)  # (B, t+1, V)
+
+    def forward(self, src, tgt_in):
+        """Teacher forcing: position t's logits are what decode gives after the prefix tgt_in[:, :t+1]."""
+        steps = [self.decode(tgt_in[:, : t + 1], src, src)[:, -1] for t in range(tgt_in.shape[1])]
+        return torch.stack(steps, 1), {}  # (B, T, V)
+
+
+def test_accuracy_by_length_of_a_stub_decoder_is_what_it_was_built_to_get():
+    import random
+    from viz_core.seq2seq.tasks import pairs_by_length
+    task = make_task("reverse")
+    acc = training.accuracy_by_length(StubReverser(), "reverse", n_per_length=60, seed=5)
+    pairs = pairs_by_length(task, 60, random.Random(5))
+    odd_first = sum(int(src[0]) % 2 for src, _ in pairs[9]) / 60
+    assert list(acc) == list(range(3, 11))
+    assert acc == {3: 1.0, 4: 1.0, 5: 1.0, 6: 1.0, 7: 0.0, 8: 1.0, 9: pytest.approx(odd_first), 10: 1.0}
+    assert 0.2 < odd_first < 0.8
+    assert training.worst_length(acc) == (7, 0.0)
+    assert training.worst_length({3: 1.0, 9: 0.98, 10: 0.98}) == (10, 0.98)  # ties: the longest
+
+
+def test_accuracy_by_length_draws_held_out_inputs_of_each_length():
+    from viz_core.seq2seq.tasks import is_heldout
+    held = training.HeldOut.of(make_task("sort"), 25, seed=1)
+    assert sorted(np.unique(held.lengths).tolist()) == list(range(3, 11))
+    assert all((held.lengths == n).sum() == 25 for n in range(3, 11))
+    src = [[str(i - 3) for i in row if i != PAD] for row in held.src.tolist()]
+    assert all(len(s) == n and is_heldout(s) for s, n in zip(src, held.lengths))
+    add = training.HeldOut.of(make_task("addition", max_len=3), 10, seed=1)
+    assert sorted(set(add.lengths.tolist())) == [1, 2, 3]  # digits of the longer number
+
+
+def test_accuracy_by_length_of_the_shipped_reverse_model_matches_its_overall_accuracy():
+    """The same model measured two ways: the mean over lengths of accuracy_by_length is the exact accuracy of the
+    per-length rows decoded together (equal counts), and every length is right."""
+    model = load_checkpoint(viz_core.CHECKPOINTS_DIR / "reverse")
+    by_length = training.accuracy_by_length(model, n_per_length=40, seed=8)
+    held = training.HeldOut.of(model.task, 40, seed=8)
+    exact, _ = sequence_scores(greedy_decode(model.model, held.src, held.tgt_out.shape[1]), held.tgt_out)
+    assert exact == pytest.approx(np.mean(list(by_length.values())))
+    assert training.accuracy_by_length(viz_core.CHECKPOINTS_DIR / "reverse", n_per_length=40, seed=8) == by_length
+
+
+def fake_scores(monkeypatch, *per_eval):
+    """Make the trainer's evaluations return the given {length: accuracy} tables one after the other (the last one
+    from then on)."""
+    import itertools
+    seq = itertools.chain(per_eval, itertools.repeat(per_eval[-1]))
+    monkeypatch.setattr(training, "score_by_length", lambda model, held, max_out: (dict(next(seq)), 1.0))
+
+
+def test_the_worst_length_decides_the_stop_not_the_mean(monkeypatch):
+    """99.0 % over all lengths but 98 % at length 10 is not the target; 99.5 % at the worst length twice is."""
+    cfg = TrainConfig(target_accuracy=0.99, eval_every=2, eval_per_length=2, batch_size=8, max_steps=8,
+                      check_every=0)
+    fake_scores(monkeypatch, *[{3: 1.0, 10: 0.98}] * 4)
+    t = Trainer(make_task("copy"), TINY, cfg)
+    list(t.run())
+    assert t.reason == "steps" and t.history[-1].val_exact == pytest.approx(0.99)
+    assert (t.history[-1].val_worst_len, t.history[-1].val_worst) == (10, 0.98)
+    fake_scores(monkeypatch, {3: 1.0, 10: 0.98}, {3: 0.995, 10: 1.0}, {3: 1.0, 10: 0.995})
+    t = Trainer(make_task("copy"), TINY, cfg)
+    list(t.run())
+    assert t.reason == "target" and t.step == 6
+    o = t.outcome()
+    assert (o["worst_len"], o["worst"], o["hits"], o["patience"], o["evaluations"], o["eval_step"]) == (
+        10, 0.995, 2, 2, 3, 6)
+    assert (o["best_worst_len"], o["best_worst"]) == (10, 0.995)
+
+
+def test_a_budget_that_ends_on_a_hit_says_so(monkeypatch):
+    """The last evaluation meets the target, the one before did not: the step budget ends the run with one hit of
+    the two in a row the rule needs; a hit on the last evaluation that completes the two counts as the target."""
+    cfg = TrainConfig(target_accuracy=0.99, eval_every=2, eval_per_length=2, batch_size=8, max_steps=4,
+                      check_every=0)
+    fake_scores(monkeypatch, {3: 0.97, 10: 0.9}, {3: 1.0, 10: 0.998})
+    t = Trainer(make_task("copy"), TINY, cfg)
+    list(t.run())
+    o = t.outcome()
+    assert (o["reason"], o["hits"], o["best_worst"], o["best_worst_len"]) == ("steps", 1, 0.998, 10)
+    fake_scores(monkeypatch, {3: 1.0, 10: 0.99}, {3: 1.0, 10: 0.998})
+    t = Trainer(make_task("copy"), TINY, cfg)
+    list(t.run())
+    assert t.reason == "target" and t.step == 4
+
+
+def test_a_run_stopped_before_its_first_evaluation_has_no_accuracy():
+    t = Trainer(make_task("copy"), TINY, TrainConfig(batch_size=8, eval_per_length=2))
+    for _ in t.run():
+        t.request_stop()
+    o = t.outcome()
+    assert o["reason"] == "stopped" and o["evaluations"] == 0 and o["worst"] is None and o["eval_step"] is None
+    model = t.translator()
+    assert model.by_length is None and model.info["val_exact"] is None
+
+
+def test_a_trained_model_carries_its_per_length_accuracy_through_a_checkpoint(trained, tmp_path):
+    by_length, n = trained.by_length
+    assert list(by_length) == [3, 4, 5, 6] and n == 4 and trained.info["by_length_step"] == 12
+    assert trained.info["worst_exact"] == min(by_length.values())
+    back = load_checkpoint_files(checkpoint_files(trained))
+    assert back.by_length == trained.by_length
+    fresh = back.measure_by_length(n_per_length=5, seed=1)
+    assert back.by_length == (fresh, 5) and "by_length_step" not in back.info
 
 
 def test_teacher_forced_exact_equals_greedy_exact():
@@ -199,7 +329,7 @@ def test_teacher_forced_exact_equals_greedy_exact():
 
 
 def test_nan_stops_with_a_reason():
-    t = Trainer(make_task("copy"), TINY, TrainConfig(batch_size=8, eval_size=16))
+    t = Trainer(make_task("copy"), TINY, TrainConfig(batch_size=8, eval_per_length=2))
     with torch.no_grad():
         t.model.out.weight.fill_(float("nan"))
     list(t.run())
@@ -207,7 +337,7 @@ def test_nan_stops_with_a_reason():
 
 
 def test_divergence_stops_with_a_reason(monkeypatch):
-    t = Trainer(make_task("copy"), TINY, TrainConfig(batch_size=8, eval_size=16, eval_every=1000))
+    t = Trainer(make_task("copy"), TINY, TrainConfig(batch_size=8, eval_per_length=2, eval_every=1000))
     monkeypatch.setattr(t, "_train_step", lambda: (t.__setattr__("step", t.step + 1), (50.0, 0.0))[1])
     list(t.run())
     assert t.reason == "diverged" and t.step == 21
@@ -343,9 +473,31 @@ def test_cli_trains_saves_and_loads(tmp_path, capsys):
                  "--layers", "1", "--d-ff", "64", "--batch-size", "32", "--out", str(tmp_path), "--seed", "3"])
     assert code == 0
     out = capsys.readouterr().out
-    assert "stopped: steps after 15 steps" in out and "held-out exact-sequence accuracy" in out
+    assert "stopped: steps after 15 steps" in out and "hit the step limit" in out
+    assert "held-out exact-sequence accuracy per input length (greedy, 1000 fresh sequences each)" in out
+    assert " ".join(out.split("  length ")[1].split()[:8]) == "3 4 5 6 7 8 9 10"
     model = load_checkpoint(tmp_path)
     assert model.info["steps"] == 15 and isinstance(model.translate("3 1 4"), str)
+    by_length, n = model.by_length
+    assert n == 1000 and list(by_length) == list(range(3, 11))
+    assert f"worst length {model.info['worst_len']}: {model.info['worst_exact']:.4f}" in out
+
+
+def test_cli_stops_on_the_worst_length_and_says_why(monkeypatch, capsys):
+    """--target stops on the worst length on 2 evaluations in a row, and the summary says so in words."""
+    from viz_core.seq2seq.__main__ import main, why_stopped
+    fake_scores(monkeypatch, {3: 1.0, 6: 0.97}, {3: 1.0, 6: 0.995}, {3: 1.0, 6: 0.996})
+    code = main(["--task", "copy", "--max-len", "6", "--d-model", "16", "--heads", "2", "--layers", "1", "--d-ff",
+                 "32", "--batch-size", "8", "--eval-every", "2", "--check-every", "0", "--final-per-length", "5"])
+    out = capsys.readouterr().out
+    assert code == 0 and "stopped: target after 6 steps" in out
+    assert ("reached the target (worst length 6: 99.6 %; target 99 % at the worst input length on 2 evaluations in a "
+            "row)") in out
+    o = {"reason": "time", "target": 0.99, "patience": 2, "hits": 1, "worst_len": 10, "worst": 0.998,
+         "best_worst_len": 10, "best_worst": 0.998}
+    assert "used its time budget before the target was met" in why_stopped(o) and "2 in a row are needed" in \
+        why_stopped(o)
+    assert why_stopped(o | {"reason": "stopped", "worst": None}) == "stopped by you before the first evaluation"
 
 
 def test_cli_is_reproducible_with_a_seed(tmp_path):
@@ -372,6 +524,22 @@ def test_readme_commands_give_the_shipped_training_settings(task):
     assert {k: ours[k] for k in shipped["train"]} == shipped["train"]
     fitted = training.fit_config(make_task(task), model_cfg).to_dict()
     assert fitted == shipped["model"]
+    row = next(ln for ln in (ckpt / "README.md").read_text().splitlines() if ln.startswith(f"| {task} "))
+    steps, _, worst = (cell.strip() for cell in row.split("|")[2:5])
+    assert int(steps) == shipped["info"]["steps"] == train_cfg.max_steps
+    assert float(worst.split()[0]) == round(shipped["info"]["worst_exact"], 3)  # the table's "worst length"
+
+
+@pytest.mark.parametrize("task", ["reverse", "copy", "date", "sort", "addition"])
+def test_every_shipped_checkpoint_is_right_at_every_input_length(task):
+    """Issue #21: the shipped models reach 99 % at the WORST length of their trained range, on held-out inputs
+    other than those measured when they were saved (another seed), and say so in their config."""
+    model = load_checkpoint(viz_core.CHECKPOINTS_DIR / task)
+    by_length = training.accuracy_by_length(model, n_per_length=300, seed=2024)
+    assert list(by_length) == list(model.task.lengths)
+    assert min(by_length.values()) >= 0.99, by_length
+    stored, n = model.by_length
+    assert n == 1000 and list(stored) == list(by_length) and min(stored.values()) >= 0.99
 
 
 def test_cli_module_entry_point_reports_bad_arguments():
@@ -410,3 +578,22 @@ def test_shipped_checkpoints_refuse_malformed_input(task, text, code):
         with pytest.raises(InputError) as info:
             call(text)
         assert info.value.code == code
+
+
+@pytest.mark.parametrize("steps", [0, 40, 150])
+def test_score_by_length_equals_plain_greedy_decoding(steps):
+    """The teacher-forced shortcut of score_by_length gives exactly the numbers of decoding every row greedily, on
+    an untrained, a half-trained and a better model (rows right and wrong, at every length)."""
+    trainer = Trainer(make_task("reverse", min_len=3, max_len=8), TINY,
+                      TrainConfig(batch_size=64, max_steps=max(steps, 1), max_seconds=1e9, target_accuracy=None,
+                                  eval_every=1000, eval_per_length=4))
+    if steps:
+        list(trainer.run())
+    held = training.HeldOut.of(trainer.task, 60, seed=3)
+    max_out = held.tgt_out.shape[1]
+    by_length, token_acc = training.score_by_length(trainer.model, held, max_out, chunk=100)
+    pred = greedy_decode(trainer.model, held.src, max_out)  # every row, the slow way
+    ok = training.exact_rows(pred, held.tgt_out).numpy()
+    p, g = training._aligned(pred, held.tgt_out)
+    assert by_length == {n: float(ok[held.lengths == n].mean()) for n in range(3, 9)}
+    assert token_acc == ((p == g) & (g != PAD)).sum().item() / (g != PAD).sum().item()

@@ -41,6 +41,10 @@ def main(argv: list[str] | None = None) -> int:
         if m.evaluated:
             print(_line(m), flush=True)
     lm = trainer.language_model()
+    if args.task == "chars":  # the benchmark's figure, kept with the checkpoint for the page to show
+        from .heldout import heldout_loss_by_language
+        lm.info["heldout_loss"] = {k: round(v, 4) for k, v in heldout_loss_by_language(lm).items()}
+        print("held-out loss per language (nats/char):", lm.info["heldout_loss"], flush=True)
     out = lm.save(args.out, args.dtype)
     print(f"stopped ({trainer.reason}) after {trainer.step} steps, {trainer.seconds:.1f} s; saved to {out}")
     return 0
@@ -48,7 +52,7 @@ def main(argv: list[str] | None = None) -> int:
 
 def _line(m) -> str:
     if m.induction is not None:
-        return (f"step {m.step:5d}  {m.seconds:6.1f} s  loss first half {m.first_loss:.3f}  repeated "
+        return (f"step {m.step:5d}  {m.seconds:6.1f} s  loss unpredictable {m.first_loss:.3f}  in-context "
                 f"{m.repeat_loss:.3f}  prev-token {m.prev_token:.2f}  induction {m.induction:.2f}")
     return f"step {m.step:5d}  {m.seconds:6.1f} s  loss {m.loss:.3f}  held-out {m.val_loss:.3f}"
 

@@ -1,51 +1,152 @@
-"""A small bilingual (English / Chinese) corpus written by this project, for the character-level language model.
+"""The bilingual (English / Chinese) corpus of the character-level language model, built on every machine the same
+way (fixed seed, no download) from two sources that are ours to use:
 
-Simple sentences from templates and word lists of our own, drawn with a fixed seed, so the corpus is the same on
-every machine (about 15 KB of text) and needs no download.
+    explanations   every English and Chinese string of the app itself (viz_core/locales/*.json: the explanations
+                   of attention, softmax, positions, training ...), cleaned of markdown, LaTeX and {placeholders}
+    generated      simple sentences written from this project's word lists and templates (viz_core.lm.sentences)
+
+One line per sentence or paragraph, each in one language. Duplicates are dropped, then every 10th line of each
+language is held out (never trained on), so that a held-out loss can be measured per language.
+
+    c = char_corpus()
+    c.train            # the training text (both languages, lines shuffled with the seed)
+    c.heldout["zh"]    # the held-out Chinese lines
+    c.stats            # what it read: lines and characters per source and language
 """
 from __future__ import annotations
 
+import json
 import random
+import re
+from dataclasses import dataclass, field
 from functools import lru_cache
+from pathlib import Path
 
-# (English, Chinese) pairs that fill the templates; each pair means the same thing in both languages
-ANIMALS = [("the cat", "小猫"), ("the dog", "小狗"), ("the bird", "小鸟"), ("the fish", "小鱼"),
-           ("the horse", "小马"), ("the rabbit", "兔子")]
-PEOPLE = [("my friend", "我的朋友"), ("the teacher", "老师"), ("my sister", "我的妹妹"), ("the child", "孩子"),
-          ("my father", "我的爸爸"), ("the doctor", "医生")]
-PLACES = [("the park", "公园"), ("the river", "河边"), ("the school", "学校"), ("the garden", "花园"),
-          ("the market", "市场"), ("the library", "图书馆")]
-THINGS = [("a book", "一本书"), ("an apple", "一个苹果"), ("a letter", "一封信"), ("some tea", "一些茶"),
-          ("a red ball", "一个红球"), ("a small cake", "一块小蛋糕")]
-TIMES = [("in the morning", "早上"), ("at night", "晚上"), ("today", "今天"), ("on sunday", "星期天"),
-         ("after school", "放学后")]
-MOODS = [("happy", "开心"), ("tired", "累"), ("hungry", "饿"), ("quiet", "安静"), ("busy", "忙")]
-VERBS_GO = [("goes to", "去"), ("walks to", "走到"), ("runs to", "跑到")]
-VERBS_HAVE = [("reads", "读"), ("likes", "喜欢"), ("finds", "找到"), ("gives me", "给我")]
+from .sentences import sentence_pairs
 
-TEMPLATES = [
-    ("{who} {go} {place} {time}.", "{time_zh}{who_zh}{go_zh}{place_zh}。"),
-    ("{who} {have} {thing}.", "{who_zh}{have_zh}{thing_zh}。"),
-    ("{who} is {mood} {time}.", "{time_zh}{who_zh}很{mood_zh}。"),
-    ("{animal} sleeps in {place}.", "{animal_zh}在{place_zh}睡觉。"),
-    ("{who} sees {animal} in {place}.", "{who_zh}在{place_zh}看见{animal_zh}。"),
-]
+LANGS = ("en", "zh")
+LOCALES = Path(__file__).resolve().parents[1] / "locales"
+HELDOUT_EVERY = 10          # every 10th line of a language is held out
+N_PAIRS = 12000             # generated sentence pairs drawn (one English and one Chinese line each; ~4,800 unique)
+MIN_CHARS = {"en": 24, "zh": 8}  # shorter strings are UI labels ("Seed", "种子"), not explanations
 
 
-def _fill(rng: random.Random, template: tuple[str, str]) -> tuple[str, str]:
-    """One English sentence and its Chinese counterpart from a template."""
-    slots = {"who": rng.choice(PEOPLE + ANIMALS), "go": rng.choice(VERBS_GO), "place": rng.choice(PLACES),
-             "time": rng.choice(TIMES), "have": rng.choice(VERBS_HAVE), "thing": rng.choice(THINGS),
-             "mood": rng.choice(MOODS), "animal": rng.choice(ANIMALS)}
-    en_args = {k: v[0] for k, v in slots.items()}
-    zh_args = {f"{k}_zh": v[1] for k, v in slots.items()}
-    en = template[0].format(**en_args)
-    return en[0].upper() + en[1:], template[1].format(**zh_args)
+# ---------------------------------------------------------------- the app's own explanations
+MATH = re.compile(r"\$\$.*?\$\$|\$[^$\n]*\$", re.S)
+LINK = re.compile(r"\[([^\]]*)\]\([^)]*\)")
+PLACEHOLDER = re.compile(r"\{[A-Za-z_][A-Za-z0-9_]*(?::[^}]*)?\}")
+STREAMLIT = re.compile(r":[a-z]+\[([^\]]*)\]")  # :blue[text] -> text
+MARKUP = re.compile(r"\*\*|__|`|(?<! )\*|\*(?! )|^#+\s*|^>\s*|^\s*[-+]\s+", re.M)  # " * " (times) stays
+
+
+def _plain_math(match: re.Match) -> str:
+    """$d_k$ -> d_k; a formula with commands ($\\sqrt{d_k}$) is dropped: its words are not text."""
+    body = match.group(0).strip("$").strip()
+    return body if re.fullmatch(r"[A-Za-z0-9_ =.,+\-()]{1,12}", body) else ""
+
+
+def clean(text: str) -> list[str]:
+    """A UI string -> lines of plain text: no markdown, LaTeX, links or {placeholders} (those become a small
+    number, so "at step {step}" still reads as a sentence). Brackets and "<" / ">" stay: [PAD], T < 1, <bos>."""
+    text = MATH.sub(_plain_math, text)
+    text = LINK.sub(r"\1", text)
+    text = STREAMLIT.sub(r"\1", text)
+    text = PLACEHOLDER.sub("3", text)
+    text = MARKUP.sub("", text)
+    lines = (re.sub(r"[ \t]+", " ", line).strip() for line in text.split("\n"))
+    return [re.sub(r" ([,.;:)])", r"\1", line) for line in lines if line]
+
+
+def _strings(node, lang: str):
+    """Every string of one language in a locale file's tree ({"key": {"en": ..., "zh": ...}}, possibly nested)."""
+    if isinstance(node, dict):
+        for key, value in node.items():
+            if key == lang and isinstance(value, str):
+                yield value
+            else:
+                yield from _strings(value, lang)
+    elif isinstance(node, list):
+        for value in node:
+            yield from _strings(value, lang)
+
+
+@lru_cache(maxsize=2)
+def explanation_lines(lang: str) -> tuple[str, ...]:
+    """The app's own text in one language, cleaned, one line per paragraph (files in name order)."""
+    lines = []
+    for path in sorted(LOCALES.glob("*.json")):
+        for text in _strings(json.loads(path.read_text(encoding="utf-8")), lang):
+            lines += [line for line in clean(text) if len(line) >= MIN_CHARS[lang]]
+    return tuple(lines)
+
+
+# ---------------------------------------------------------------- assembly
+@dataclass(frozen=True)
+class Corpus:
+    train: str                                   # training text, one line per sentence or paragraph
+    heldout: dict[str, str]                      # language -> held-out text (lines never trained on)
+    stats: dict = field(default_factory=dict)    # what it read (see corpus_stats)
+
+
+def _unique(lines, seen: set) -> list[str]:
+    """The lines not seen before (in this source or an earlier one: a string may be the same in English and
+    Chinese), in order; adds them to seen."""
+    fresh = [line for line in dict.fromkeys(lines) if line not in seen]
+    seen.update(fresh)
+    return fresh
+
+
+def _split(lines: list[str]) -> tuple[list[str], list[str]]:
+    """(training lines, held-out lines): every HELDOUT_EVERY-th line is held out."""
+    held = lines[HELDOUT_EVERY - 1::HELDOUT_EVERY]
+    return [x for i, x in enumerate(lines) if (i + 1) % HELDOUT_EVERY], held
 
 
 @lru_cache(maxsize=4)
-def bilingual_corpus(n_pairs: int = 260, seed: int = 0) -> str:
-    """n_pairs lines "English sentence / 中文句子", one per line (about 15 KB for the default 260)."""
-    rng = random.Random(seed)
-    lines = [" / ".join(_fill(rng, rng.choice(TEMPLATES))) for _ in range(n_pairs)]
-    return "\n".join(lines) + "\n"
+def char_corpus(n_pairs: int = N_PAIRS, seed: int = 0) -> Corpus:
+    """The corpus: the app's explanations plus n_pairs generated sentence pairs, split per language."""
+    pairs, seen = sentence_pairs(n_pairs, seed), set()
+    sources = {(lang, "explanations"): _unique(explanation_lines(lang), seen) for lang in LANGS}
+    sources |= {(lang, "generated"): _unique((p[i] for p in pairs), seen) for i, lang in enumerate(LANGS)}
+    train, held = [], {lang: [] for lang in LANGS}
+    for (lang, _), lines in sources.items():
+        tr, he = _split(lines)
+        train += tr
+        held[lang] += he
+    random.Random(seed).shuffle(train)
+    stats = corpus_stats(sources, held, n_pairs, seed)
+    return Corpus("\n".join(train) + "\n", {k: "\n".join(v) + "\n" for k, v in held.items()}, stats)
+
+
+def corpus_stats(sources: dict, held: dict, n_pairs: int, seed: int) -> dict:
+    """Lines, characters and UTF-8 kilobytes per (language, source), the held-out share, and the totals."""
+    def size(lines):
+        text = "\n".join(lines)
+        return {"lines": len(lines), "chars": len(text), "kb": round(len(text.encode()) / 1024, 1)}
+    parts = {f"{lang}_{src}": size(lines) for (lang, src), lines in sources.items()}
+    every = [line for lines in sources.values() for line in lines]
+    return {"sources": ["viz_core/locales/*.json (the app's own explanations)",
+                        f"viz_core/lm/sentences.py ({n_pairs} generated sentence pairs, seed {seed})"],
+            "parts": parts, "heldout": {lang: size(held[lang]) for lang in LANGS},
+            "heldout_every": HELDOUT_EVERY, "total": size(every)}
+
+
+def bilingual_corpus(n_pairs: int = N_PAIRS, seed: int = 0) -> str:
+    """The training text (kept for callers of the first corpus)."""
+    return char_corpus(n_pairs, seed).train
+
+
+# ---------------------------------------------------------------- prompts people type
+EN_PROMPTS = ["Hello", "Hello, ", "Hi", "I like", "I like cats", "The attention", "The cat", "Good morning",
+              "My name is", "Today", "What is attention?", "A Transformer", "The model", "We", "Thank you",
+              "In 2017, ", "Softmax", "The query", "Beijing is", "How are you?", "I have 3", "Self-attention",
+              "The teacher", "Tom and Lily", "Once upon a time"]
+ZH_PROMPTS = ["你好", "你好，", "注意力", "我喜欢", "我喜欢猫", "今天", "今天天气", "谢谢", "早上好", "我的朋友",
+              "老师", "模型", "注意力机制", "自注意力", "我叫", "北京", "中国", "学生", "你好吗？", "我有3个",
+              "这个模型", "查询和键", "Transformer 是", "小猫", "我们"]
+
+
+def bilingual_prompts() -> list[tuple[str, str]]:
+    """50 prompts of the kinds students type, as (language, prompt): 25 English then 25 Chinese (greetings,
+    words, phrases with capitals, digits and punctuation; no emoji)."""
+    return [("en", p) for p in EN_PROMPTS] + [("zh", p) for p in ZH_PROMPTS]

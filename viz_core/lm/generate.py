@@ -17,13 +17,33 @@ from .model import DecoderLM
 
 
 # ---------------------------------------------------------------- sampling
-def sampling_probs(logits: torch.Tensor, temperature: float = 1.0, top_k: int = 0, top_p: float = 1.0) -> torch.Tensor:
-    """The distribution the next token is drawn from: logits (V,) -> probabilities (V,).
+def check_sampling(temperature: float, top_k: int, top_p: float) -> None:
+    """ValueError unless temperature >= 0, top_k >= 0 and 0 < top_p <= 1 (top_p = 0 would keep no token at all,
+    and its renormalisation would divide by zero)."""
+    if not temperature >= 0:  # also refuses NaN
+        raise ValueError(f"temperature must be >= 0 (0 = greedy), got {temperature}")
+    if top_k < 0:
+        raise ValueError(f"top_k must be >= 0 (0 = no top-k filter), got {top_k}")
+    if not 0 < top_p <= 1:
+        raise ValueError(f"top_p must be in (0, 1] (1 = no top-p filter), got {top_p}")
 
-    temperature 0 gives a one-hot argmax; top_k 0 and top_p 1 switch those filters off."""
-    if temperature <= 0:
+
+def sampling_probs(logits: torch.Tensor, temperature: float = 1.0, top_k: int = 0, top_p: float = 1.0) -> torch.Tensor:
+    """The distribution the next token is drawn from: logits (V,) -> probabilities (V,), non-negative, summing to 1.
+
+        p = softmax((z - max z) / T)   (the shift changes nothing but keeps a tiny T from overflowing)
+        top-k keeps the k largest p (ties at the k-th value included); top-p keeps the smallest prefix of the sorted
+        p whose mass reaches top_p (always at least the most likely token); the kept p are renormalised.
+
+    temperature 0 gives a one-hot argmax; top_k 0 and top_p 1 switch those filters off. A logit of -inf is a token
+    that is never drawn. ValueError for temperature < 0, top_k < 0, top_p outside (0, 1] (see check_sampling), and
+    for logits holding NaN or +inf or no finite value at all."""
+    check_sampling(temperature, top_k, top_p)
+    if logits.isnan().any() or (logits == float("inf")).any() or not torch.isfinite(logits).any():
+        raise ValueError("the logits hold NaN or infinite values: the model's weights are broken")
+    if temperature == 0:
         return torch.nn.functional.one_hot(logits.argmax(), logits.numel()).to(logits.dtype)  # (V,)
-    probs = torch.softmax(logits / temperature, dim=-1)  # (V,)
+    probs = torch.softmax((logits - logits.max()) / temperature, dim=-1)  # (V,)
     keep = torch.ones_like(probs, dtype=torch.bool)
     if 0 < top_k < probs.numel():
         keep &= probs >= torch.topk(probs, top_k).values[-1]
@@ -60,8 +80,13 @@ class GenTrace:
 
 @torch.inference_mode()
 def generate(model: DecoderLM, prompt: list[int], n_new: int, temperature: float = 1.0, top_k: int = 0,
-             top_p: float = 1.0, seed: int = 0, use_cache: bool = True) -> GenTrace:
-    """Append up to n_new tokens to prompt (stopping at max_len), recording each step (see GenTrace)."""
+             top_p: float = 1.0, seed: int = 0, use_cache: bool = True, never: tuple[int, ...] = ()) -> GenTrace:
+    """Append up to n_new tokens to prompt (stopping at max_len), recording each step (see GenTrace). Tokens in
+    `never` (e.g. the unknown token) are never drawn; the trace's probs still show the model's own distribution.
+    ValueError for sampling settings that define no distribution (see check_sampling) or an empty prompt."""
+    check_sampling(temperature, top_k, top_p)
+    if not prompt:
+        raise ValueError("the prompt must hold at least one token")
     gen = torch.Generator().manual_seed(seed)
     trace = GenTrace(list(prompt))
     n_new = max(0, min(n_new, model.cfg.max_len - len(prompt)))
@@ -70,10 +95,11 @@ def generate(model: DecoderLM, prompt: list[int], n_new: int, temperature: float
     for _ in range(n_new):
         logits, maps = model(feed if use_cache else torch.tensor([trace.ids]), cache=cache, capture=True)
         z = logits[0, -1]  # (V,)
-        sampled = sampling_probs(z, temperature, top_k, top_p)
-        token = int(torch.multinomial(sampled, 1, generator=gen)) if temperature > 0 else int(z.argmax())
+        allowed = z.index_fill(0, torch.tensor(never, dtype=torch.long), float("-inf")) if never else z  # (V,)
+        sampled = sampling_probs(allowed, temperature, top_k, top_p)
+        token = int(torch.multinomial(sampled, 1, generator=gen)) if temperature > 0 else int(allowed.argmax())
         rows = torch.stack([maps[f"blocks.{i}.attn"][0, :, -1] for i in range(model.cfg.n_layers)])  # (L, H, T)
-        probs = torch.softmax(z / max(temperature, 1e-6), -1) if temperature > 0 else torch.softmax(z, -1)
+        probs = torch.softmax((z - z.max()) / temperature, -1) if temperature > 0 else torch.softmax(z, -1)  # (V,)
         trace.steps.append(GenStep(token, probs.numpy(), sampled.numpy(), rows.numpy()))
         if cache is not None:
             trace.cache_shapes.append(cache.shapes())

@@ -2,8 +2,9 @@
 LanguageModel with its tokenizer, and checkpoints (safetensors + JSON, never pickle).
 
 Two tasks:
-    induction   random tokens whose end repeats a segment (viz_core.induction); the story of Olsson et al. 2022
-    chars       next character of our own bilingual corpus (viz_core.lm_corpus)
+    induction   random tokens in which a segment repeats at random places (viz_core.lm.induction); Olsson et al. 2022
+    chars       next character of our own bilingual corpus (viz_core.lm.corpus: the app's explanations and
+                generated sentences); any typed character is accepted (viz_core.lm.charset: unknown ones -> UNK)
 
     trainer = LMTrainer(LMTrainConfig(task="induction", max_seconds=60))
     for m in trainer.run():               # an LMMetrics every few steps; the caller draws them
@@ -17,7 +18,7 @@ import json
 import math
 import time
 from collections.abc import Iterator
-from dataclasses import asdict, dataclass, fields
+from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 
 import numpy as np
@@ -27,12 +28,14 @@ import torch.nn.functional as F
 from ..device import pick_device
 from ..errors import InputError
 from ..export import write_files
-from .induction import half_losses, head_scores, repeated_tokens
+from .induction import half_losses, head_scores, repeated_tokens, scattered_repeats, typed_symbols
 from .model import DecoderLM, LMConfig, count_parameters
-from .corpus import bilingual_corpus
+from .charset import unknown_chars, vocabulary
+from .corpus import LANGS, char_corpus
 from ..threads import thread_budget
 
 TASKS = ("induction", "chars")
+PROBE_LENGTH = 16  # induction: the snapshots' example is a 16-token segment repeated once
 STOP_REASONS = ("time", "steps", "target", "stopped", "nan")
 
 
@@ -47,9 +50,10 @@ class LMTrainConfig:
     max_seconds: float = 60.0        # training-time budget (evaluation excluded)
     max_steps: int | None = None     # optional step budget
     target_induction: float | None = None  # stop once the best induction score reaches this (None: never)
-    half: int = 20                   # induction: a sequence holds 2 * half tokens
-    min_repeat: int = 10             # induction: the repeated segment is min_repeat..half tokens long
-    context: int = 96                # chars: tokens per training window
+    seq_len: int = 64                # induction: tokens per training sequence (also the longest typed sequence)
+    min_repeat: int = 2              # induction: the repeated segment is min_repeat..seq_len // 2 tokens long
+    max_copies: int = 3              # induction: the segment occurs 2..max_copies times, at random places
+    context: int = 128               # chars: tokens per training window (and the model's max_len)
     eval_every: int = 50             # steps between evaluations (scores, held-out loss, snapshot)
     eval_size: int = 32              # sequences per evaluation
     log_every: int = 10              # steps between yielded metrics
@@ -71,10 +75,11 @@ class LMTrainConfig:
 
 
 def default_model_config(train_cfg: LMTrainConfig, vocab: int) -> LMConfig:
-    """Induction: 2 layers x 4 heads, attention-only (the two-head circuit needs no MLP). Chars: with an MLP."""
+    """Induction: 2 layers x 4 heads, attention-only (the two-head circuit needs no MLP). Chars: 4 layers x 4
+    heads, d_model 128, MLP 384 (about 0.9 M parameters: 1.8 MB in float16; 1600 steps take ~8 minutes on one core)."""
     if train_cfg.task == "induction":
-        return LMConfig(vocab=vocab, max_len=2 * train_cfg.half)
-    return LMConfig(vocab=vocab, d_ff=256, max_len=train_cfg.context)
+        return LMConfig(vocab=vocab, max_len=train_cfg.seq_len)
+    return LMConfig(vocab=vocab, d_model=128, n_layers=4, d_ff=384, max_len=train_cfg.context)
 
 
 # ---------------------------------------------------------------- tokenizer
@@ -83,7 +88,9 @@ SPACE_SHOWN = "␣"
 
 @dataclass
 class Tokenizer:
-    """kind "ids": text is space-separated token numbers "3 14 15"; kind "chars": one token per character."""
+    """kind "ids": text is space-separated token numbers "3 14 15"; kind "chars": one token per character, unknown
+    characters refused (the first character model); kind "chars_unk": one token per character, unknown characters
+    read as the last token, UNK (viz_core.lm.charset)."""
     kind: str
     itos: list[str]
 
@@ -91,7 +98,7 @@ class Tokenizer:
     def for_task(cls, train_cfg: LMTrainConfig, vocab: int = 64) -> "Tokenizer":
         if train_cfg.task == "induction":
             return cls("ids", [str(i) for i in range(vocab)])
-        return cls("chars", sorted(set(bilingual_corpus())))
+        return cls("chars_unk", vocabulary(char_corpus().train))
 
     @property
     def size(self) -> int:
@@ -103,11 +110,20 @@ class Tokenizer:
             raise InputError("lm.empty_text", "type some text first")
         parts = text.split() if self.kind == "ids" else list(text)
         index = {s: i for i, s in enumerate(self.itos)}
+        if self.kind == "chars_unk":
+            return [index.get(p, self.size - 1) for p in parts]  # unknown -> UNK, the last token
         for p in parts:
             if p not in index:
                 raise InputError("lm.unknown_token", f"the model does not know {p!r}", token=p,
                                  hint=self._hint())
         return [index[p] for p in parts]
+
+    def unknown(self, text: str) -> list[str]:
+        """The distinct characters of text that a "chars_unk" tokenizer reads as UNK (none for other kinds, which
+        refuse them)."""
+        if self.kind != "chars_unk":
+            return []
+        return unknown_chars(text, set(self.itos[:-1]))
 
     def decode(self, ids) -> str:
         sep = " " if self.kind == "ids" else ""
@@ -118,7 +134,10 @@ class Tokenizer:
         return [self.itos[i].replace(" ", SPACE_SHOWN).replace("\n", "⏎") for i in ids]
 
     def _hint(self) -> str:
-        return f"0–{self.size - 1}" if self.kind == "ids" else "".join(self.itos[:40])
+        if self.kind == "ids":
+            return f"0–{self.size - 1}"
+        shown = "".join(self.itos[:40]).replace("\n", "")
+        return shown + (f"… ({self.size - 40} more)" if self.size > 40 else "")
 
 
 # ---------------------------------------------------------------- records
@@ -210,6 +229,8 @@ class LMTrainer:
         model.load_state_dict({k: v.detach().cpu() for k, v in self.model.state_dict().items()})
         info = {"steps": self.step, "seconds": round(self.seconds, 1), "device": self.device.type,
                 "reason": self.reason, "params": self.n_params}
+        if self.data is not None:  # what the character model read, and the lines it never trained on
+            info |= {"corpus": char_corpus().stats, "heldout": char_corpus().heldout}
         return LanguageModel(model.eval(), self.tokenizer, self.train_cfg, list(self.history),
                              list(self.snapshots), info)
 
@@ -217,8 +238,9 @@ class LMTrainer:
     def _batch(self, size: int, generator: torch.Generator):
         if self.data is not None:
             return self.data.batch(size, generator), None
-        half, vocab = self.train_cfg.half, self.model_cfg.vocab
-        return repeated_tokens(size, half, vocab, generator, self.train_cfg.min_repeat)
+        cfg = self.train_cfg
+        return scattered_repeats(size, cfg.seq_len, self.model_cfg.vocab, generator, cfg.min_repeat,
+                                 max_copies=cfg.max_copies)
 
     def _train_step(self) -> float:
         t0 = time.perf_counter()
@@ -261,15 +283,22 @@ class LMTrainer:
         self._snapshot()
 
     def _evaluate_induction(self) -> dict:
+        """The standard test at several segment lengths: x = s s with |s| in eval_lengths (eval_size sequences in
+        all, never seen in training); losses and head scores are the means over the lengths."""
         cfg = self.train_cfg
         gen = torch.Generator().manual_seed(10_000 + cfg.seed)
-        ids, repeated = repeated_tokens(cfg.eval_size, cfg.half, self.model_cfg.vocab, gen)  # fixed half
-        logits, maps = self.model(ids.to(self.device), capture=True)
-        first, rep = half_losses(logits.cpu(), ids, repeated)
-        weights = stack_maps(maps, self.model_cfg.n_layers).transpose(1, 0, 2, 3, 4)  # (B, L, H, N, N)
-        prev, ind = head_scores(weights, ids.tolist())  # (L, H) each
+        lengths = eval_lengths(cfg.seq_len)
+        rows = []
+        for length in lengths:
+            ids, repeated = repeated_tokens(max(2, cfg.eval_size // len(lengths)), length, self.model_cfg.vocab, gen)
+            logits, maps = self.model(ids.to(self.device), capture=True)  # ids (B, 2L)
+            first, rep = half_losses(logits.cpu(), ids, repeated)
+            weights = stack_maps(maps, self.model_cfg.n_layers).transpose(1, 0, 2, 3, 4)  # (B, L, H, N, N)
+            rows.append((first.item(), rep.item(), *head_scores(weights, ids.tolist())))  # scores (L, H) each
+        first, rep = np.mean([r[0] for r in rows]), np.mean([r[1] for r in rows])
+        prev, ind = np.mean([r[2] for r in rows], axis=0), np.mean([r[3] for r in rows], axis=0)  # (L, H)
         self._scores = (prev, ind)
-        return {"first_loss": first.item(), "repeat_loss": rep.item(), "prev_token": float(prev.max()),
+        return {"first_loss": float(first), "repeat_loss": float(rep), "prev_token": float(prev.max()),
                 "induction": float(ind.max()), "prev_map": prev.round(4).tolist(), "ind_map": ind.round(4).tolist()}
 
     def _snapshot(self) -> None:
@@ -311,21 +340,29 @@ def stack_maps(maps: dict, n_layers: int) -> np.ndarray:
     return torch.stack([maps[f"blocks.{i}.attn"] for i in range(n_layers)]).float().cpu().numpy()
 
 
+def eval_lengths(seq_len: int) -> tuple[int, ...]:
+    """Segment lengths of the induction evaluation: short to as long as the context allows (x = s s fits)."""
+    return tuple(sorted({min(n, seq_len // 2) for n in (4, 8, 15, 30)}))
+
+
 def probe_ids(train_cfg: LMTrainConfig, tokenizer: Tokenizer) -> list[int]:
-    """The example whose attention the snapshots keep: a repeated random sequence, or a corpus line."""
+    """The example whose attention the snapshots keep: a random segment of PROBE_LENGTH tokens then the same
+    segment again (the standard test), or a corpus line."""
     if train_cfg.task == "induction":
-        ids, _ = repeated_tokens(1, train_cfg.half, tokenizer.size, torch.Generator().manual_seed(7))
+        length = min(PROBE_LENGTH, train_cfg.seq_len // 2)
+        ids, _ = repeated_tokens(1, length, tokenizer.size, torch.Generator().manual_seed(7))
         return ids[0].tolist()
-    return tokenizer.encode(bilingual_corpus().splitlines()[0][: train_cfg.context])
+    return tokenizer.encode(char_corpus().train.splitlines()[0][: train_cfg.context])
 
 
 class _CharData:
-    """Random windows of the corpus: the first 90 % for training, the rest held out."""
+    """Random windows of the corpus's training text; held-out windows from its held-out lines (both languages)."""
 
     def __init__(self, tokenizer: Tokenizer, context: int):
-        ids = torch.tensor(tokenizer.encode(bilingual_corpus()))  # (T,)
-        cut = int(0.9 * len(ids))
-        self.train, self.test, self.context = ids[:cut], ids[cut:], context
+        corpus = char_corpus()
+        self.train = torch.tensor(tokenizer.encode(corpus.train))  # (T,)
+        self.test = torch.tensor(tokenizer.encode("".join(corpus.heldout[lang] for lang in LANGS)))  # (T_held,)
+        self.context = context
 
     def batch(self, size: int, generator: torch.Generator, source: torch.Tensor | None = None) -> torch.Tensor:
         source = self.train if source is None else source
@@ -341,6 +378,7 @@ class _CharData:
 class LMAttention:
     tokens: list[str]        # display labels of the tokens
     weights: np.ndarray      # float32 (layers, heads, N, N), causal: rows sum to 1, zeros above the diagonal
+    ids: list[int] = field(default_factory=list)  # the token ids (equal ids = the same token, e.g. "The"/"the")
 
 
 class LanguageModel:
@@ -360,20 +398,31 @@ class LanguageModel:
     def task(self) -> str:
         return self.train_cfg.task
 
-    def encode(self, text: str) -> list[int]:
-        """Token ids, checked against the vocabulary and the context length (InputError otherwise)."""
-        ids = self.tokenizer.encode(text)
+    def tokenize(self, text: str) -> tuple[list[int], list[str]]:
+        """(token ids, display labels) of a text, checked against the context length (InputError otherwise).
+        The induction model reads numbers or words (induction.typed_symbols: each distinct word its own symbol);
+        the character model reads characters."""
+        if self.task == "induction":
+            typed = typed_symbols(text, self.config.vocab)
+            ids, labels = typed.ids, typed.labels
+        else:
+            ids = self.tokenizer.encode(text)
+            labels = self.tokenizer.labels(ids)
         if len(ids) > self.config.max_len:
             raise InputError("lm.too_long", f"{len(ids)} tokens; at most {self.config.max_len}",
                              n=len(ids), max=self.config.max_len)
-        return ids
+        return ids, labels
+
+    def encode(self, text: str) -> list[int]:
+        """Token ids of a text (tokenize)."""
+        return self.tokenize(text)[0]
 
     @torch.inference_mode()
     def attention(self, text: str) -> LMAttention:
         """Causal attention weights of every layer and head for a text: (layers, heads, N, N)."""
-        ids = self.encode(text)
+        ids, labels = self.tokenize(text)
         _, maps = self.model(torch.tensor([ids]), capture=True)
-        return LMAttention(self.tokenizer.labels(ids), stack_maps(maps, self.config.n_layers)[:, 0])
+        return LMAttention(labels, stack_maps(maps, self.config.n_layers)[:, 0], ids)
 
     def head_scores(self, text: str) -> tuple[np.ndarray, np.ndarray]:
         """(previous-token, induction) score of every head on a text: two (layers, heads) arrays."""

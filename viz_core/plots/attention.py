@@ -3,6 +3,7 @@ HTML line view. Inputs are arrays and token strings only."""
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Sequence
 
@@ -10,35 +11,76 @@ import numpy as np
 import plotly.graph_objects as go
 
 from ..pretrained.head_analysis import thumbnail
-from .common import LINE_COLOURS, PROB_SCALE, matrix_heatmap, plain, tick_labels
+from .common import LINE_COLOURS, PROB_SCALE, matrix_heatmap, plain
 
 _LINE_VIEW_TEMPLATE = Path(__file__).with_name("line_view.html")
 COLOUR_QUANTILE = 0.99  # auto scale: the darkest colour is this quantile of the weights shown
+
+
+LABEL_FONTS = (8, 12)        # smallest and largest tick font, px: smaller first, thinning only below 8 px
+_AXIS_BAND = 140             # px of the figure's height that are not rows: title, margins, the key labels
+NUMBERED_FROM = 30           # from this many tokens on, labels carry their position ("12·token"): a phone cannot
+                             # name every key, and a numbered label shows where the named ones sit
+
+
+@dataclass(frozen=True)
+class TokenTicks:
+    """How a heatmap names its tokens. Queries (rows): every `step`-th one in a `font`-px font, computed here as the
+    height is known. Keys (columns): the width is only known in the browser, so for long input (numbered) plotly
+    names as many as fit the screen; otherwise every one."""
+    step: int                  # every step-th query is named (1 = all)
+    font: int                  # tick font, px
+    numbered: bool             # labels read "12·token"
+
+    def name(self, i: int, token: str) -> str:
+        """A token's axis name: as typed (escaped for plotly, see plain), with its position for long input."""
+        return f"{i}·{plain(token)}" if self.numbered else plain(token)
+
+
+def heatmap_height(n_q: int) -> int:
+    """Figure height in px: 22 px a row between 320 and 900."""
+    return int(min(900, max(320, 160 + 22 * n_q)))
+
+
+def token_ticks(n_q: int, n_k: int | None = None) -> TokenTicks:
+    """Every query is named while a label gets at least (smallest font + 1) px of height, the font shrinking from 12
+    to 8 px as rows get more; beyond that every step-th one, the smallest step that gives the labels that room."""
+    small, large = LABEL_FONTS
+    px = (heatmap_height(n_q) - _AXIS_BAND) / max(n_q, 1)  # px of height a row
+    step = max(1, int(np.ceil((small + 1) / px)))
+    return TokenTicks(step=step, font=int(min(large, max(small, step * px - 1))),
+                      numbered=max(n_q, n_k if n_k is not None else n_q) >= NUMBERED_FROM)
 
 
 def head_heatmap(w: np.ndarray, q_tokens: Sequence[str], k_tokens: Sequence[str], title: str, *,
                  query: str, key: str, value: str, auto_scale: bool = False) -> go.Figure:
     """One head (or an aggregate): (Nq, Nk), rows = queries top to bottom, hover = query, key and exact weight.
 
-    The axes are categorical with one unique name per position ("token ·i"), so the hover names the tokens
-    without a per-cell label array: 512 tokens cost 2 x 512 labels, not 512 x 512.
+    The axes are categorical with one unique name per position (the token, or "12·token" for long input, see
+    TokenTicks), so the hover names the tokens without a per-cell label array: 512 tokens cost 2 x 512 labels, not
+    512 x 512. Short input: every token named on both axes. Long input: the rows named as token_ticks says, the
+    columns as many as the screen's width has room for (plotly's own choice of category ticks).
     """
     n_q, n_k = w.shape
-    rows = [f"{plain(tok)} ·{i}" for i, tok in enumerate(q_tokens)]  # shown in the hover: as typed (plain)
-    cols = [f"{plain(tok)} ·{j}" for j, tok in enumerate(k_tokens)]
+    ticks = token_ticks(n_q, n_k)
+    rows = [ticks.name(i, tok) for i, tok in enumerate(q_tokens)]
+    cols = [ticks.name(j, tok) for j, tok in enumerate(k_tokens)]
+    if not ticks.numbered:  # short input: names need not be unique, so the categories carry the position
+        rows, cols = [f"{r} ·{i}" for i, r in enumerate(rows)], [f"{c} ·{j}" for j, c in enumerate(cols)]
     zmax = colour_top(w, auto_scale)
     fig = go.Figure(go.Heatmap(
         z=np.asarray(w, dtype=np.float32), x=cols, y=rows, zmin=0.0, zmax=zmax, colorscale=PROB_SCALE,
         hovertemplate=f"{query}: %{{y}}<br>{key}: %{{x}}<br>{value}: %{{z:.6f}}<extra></extra>",
         colorbar=dict(title=dict(text=value, side="right"), thickness=12)))
-    xt, xl = tick_labels(k_tokens)
-    yt, yl = tick_labels(q_tokens)
-    fig.update_xaxes(type="category", title_text=key, tickmode="array", tickvals=[cols[i] for i in xt], ticktext=xl,
-                     tickangle=-60 if n_k > 6 else 0, showgrid=False)
-    fig.update_yaxes(type="category", title_text=query, tickmode="array", tickvals=[rows[i] for i in yt],
-                     ticktext=yl, autorange="reversed", showgrid=False)
-    fig.update_layout(title=dict(text=title), height=int(min(900, max(320, 160 + 22 * n_q))),
-                      margin=dict(l=10, r=10, t=50, b=10))
+    x_ticks = dict(tickmode="auto") if ticks.numbered else dict(
+        tickmode="array", tickvals=cols, ticktext=[plain(tok) for tok in k_tokens])
+    fig.update_xaxes(type="category", title_text=key, tickangle=-60 if n_k > 6 else 0, showgrid=False,
+                     tickfont_size=ticks.font, **x_ticks)
+    shown = range(0, n_q, ticks.step)
+    fig.update_yaxes(type="category", title_text=query, tickmode="array", tickvals=[rows[i] for i in shown],
+                     ticktext=[ticks.name(i, q_tokens[i]) for i in shown], autorange="reversed", showgrid=False,
+                     tickfont_size=ticks.font)
+    fig.update_layout(title=dict(text=title), height=heatmap_height(n_q), margin=dict(l=10, r=10, t=50, b=10))
     return fig
 
 

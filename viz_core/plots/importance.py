@@ -7,7 +7,8 @@ import numpy as np
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-from .common import LINE_COLOURS, matrix_heatmap, plain, tick_labels
+from .attention import TokenTicks
+from .common import LINE_COLOURS, matrix_heatmap, plain
 
 SELECTED = "#e4572e"
 
@@ -106,7 +107,9 @@ def attribution_bars(tokens: Sequence[str], series: dict[str, np.ndarray], *, to
                          zerolinecolor="rgba(128,128,128,0.6)")
     for x_line in boundaries:
         fig.add_vline(x=float(x_line), line=dict(color="rgba(128,128,128,0.8)", width=1, dash="dash"))
-    ticks, text = tick_labels(tokens)
+    step = max(1, -(-len(tokens) // 64))  # at most 64 labels; thinned ones carry their position ("12·token")
+    ticks = list(range(0, len(tokens), step))
+    text = [TokenTicks(step, 12, numbered=step > 1).name(i, tokens[i]) for i in ticks]
     fig.update_xaxes(tickmode="array", tickvals=ticks, ticktext=text, tickangle=-60 if len(tokens) > 6 else 0,
                      row=len(names), col=1, title_text=token_label)
     fig.update_layout(title=dict(text=title), height=140 + 170 * len(names), margin=dict(l=10, r=10, t=60, b=10),

@@ -4,6 +4,7 @@
     result.py         AttentionResult, what every extraction returns (numpy arrays and token strings)
     bert_numpy.py     the packaged all-MiniLM-L6-v2 in numpy only: no torch, no transformers
     policy.py         ModelPolicy: which models a visitor may load, and how big
+    catalog.py        what the model picker lists (language, kind, size); which models read a text; [UNK] share
     head_analysis.py  mean / max over heads, attention rollout, per-head statistics, hidden tokens
     ablation.py       head_importance: knock a head out and measure what changes
     attribution.py    token_attribution: integrated gradients per token

@@ -28,6 +28,7 @@ import torch
 from ..errors import InputError
 from ..hooks import thread_hooks
 from .load import LoadedModel, _decoder_inputs, _encode, clean_text
+from .token_text import token_labels
 
 METHODS = ("zero", "mean")
 PARTS = ("self", "encoder", "decoder", "cross")
@@ -149,7 +150,7 @@ def _next_objective(m: LoadedModel, text: str, target: str | int | None) -> Obje
         target = ids[0]
     if not 0 <= int(target) < _vocab(m).shape[0]:
         raise InputError("importance.bad_target", "the target token is not in the vocabulary")
-    token = m.tokenizer.convert_ids_to_tokens(int(target))
+    token = token_labels(m.tokenizer, [int(target)])[0]
     return Objective("next", [enc], target_id=int(target), target_token=str(token))
 
 

@@ -22,6 +22,7 @@ import torch
 from . import head_analysis
 from ..errors import InputError
 from .ablation import Objective, objective, score
+from .token_text import token_labels
 
 METHODS = ("integrated_gradients",)
 MAX_STEPS = 256
@@ -161,7 +162,7 @@ def _token_info(m, obj: Objective):
         weights = np.stack([a[0].float().numpy() for a in att])   # (L, H, N, N)
         raw, roll = attention_received(weights, reading_rows(obj.kind, weights.shape[-1]))
         spec = _special(m, ids).numpy()
-        tokens += m.tokenizer.convert_ids_to_tokens(ids[0].tolist())
+        tokens += token_labels(m.tokenizer, ids[0].tolist())
         special.append(spec)
         segments.append(np.where(spec, -1, seg).astype(np.int8))
         raws.append(raw)

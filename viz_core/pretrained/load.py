@@ -8,13 +8,10 @@ from __future__ import annotations
 
 import ctypes
 import logging
-import os
 import re
-import socket
 import threading
 from dataclasses import dataclass, field
 from pathlib import Path
-from urllib.parse import urlparse
 
 import numpy as np
 import torch
@@ -22,7 +19,9 @@ import torch
 from .result import DEFAULT_MODEL, DISPLAY_TOKEN_LIMIT, MAX_CHARS, AttentionResult, clean_text  # noqa: F401
 from ..errors import InputError
 from ..hooks import thread_hooks
+from . import catalog
 from .policy import ModelPolicy, folder_files, is_hub_id
+from .token_text import token_labels
 
 _CAUSAL_TYPES = {"gpt2", "gpt_neo", "gptj", "gpt_neox", "gpt_bigcode", "llama", "mistral", "mixtral", "qwen2",
                  "qwen3", "opt", "bloom", "falcon", "phi", "phi3", "gemma", "gemma2", "olmo", "stablelm", "codegen",
@@ -226,16 +225,9 @@ def _load_error(name: str, exc: Exception, stage: str) -> InputError:
 
 
 def _hub_reachable(timeout: float = 3.0) -> bool:
-    """Whether the model hub answers at all (a quick TCP connect), so an offline machine fails in seconds, not after
-    a minute of retries. With HF_HUB_OFFLINE=1 set, only the local cache is used."""
-    if os.environ.get("HF_HUB_OFFLINE", "0") not in ("0", "", "false", "False"):
-        return False
-    host = urlparse(os.environ.get("HF_ENDPOINT", "https://huggingface.co")).hostname or "huggingface.co"
-    try:
-        socket.create_connection((host, 443), timeout=timeout).close()
-        return True
-    except OSError:
-        return False
+    """Whether the model hub answers (catalog.hub_reachable; with HF_HUB_OFFLINE=1 set, only the local cache is used).
+    Looked up through the module on each call, so tests can replace either."""
+    return catalog.hub_reachable(timeout)
 
 
 # ---------------------------------------------------------------- input checks
@@ -355,12 +347,12 @@ def attention_for(m: LoadedModel, text: str, text_pair: str | None = None,
     dec_tokens, dec_truncated = [], False
     if m.kind == "encoder-decoder":
         kwargs["decoder_input_ids"], dec_truncated = _decoder_inputs(m, target_text)
-        dec_tokens = m.tokenizer.convert_ids_to_tokens(kwargs["decoder_input_ids"][0].tolist())
+        dec_tokens = token_labels(m.tokenizer, kwargs["decoder_input_ids"][0].tolist())
     streamed = _forward_streaming(m, enc) if m.kind != "encoder-decoder" else None
     if streamed is None:
         with torch.inference_mode():
             out = m.model(**enc, **kwargs, output_attentions=True, return_dict=True)
-    result = AttentionResult(tokens=m.tokenizer.convert_ids_to_tokens(ids[0].tolist()), weights=None,
+    result = AttentionResult(tokens=token_labels(m.tokenizer, ids[0].tolist()), weights=None,
                              special=special, segments=_segments(enc, special, text_pair is not None), kind=m.kind,
                              n_input_tokens=n_full, truncated=n_full > ids.shape[1])
     result.n_unknown, result.n_text_tokens = _count_unknown(m.tokenizer, ids[0], special)
@@ -438,7 +430,7 @@ def qkv_for(m: LoadedModel, text: str, layer: int) -> QKV:
         out = m.model(**enc, output_attentions=True, return_dict=True)
     n_heads = m.n_heads
     q, k, v = (t[0].view(t.shape[1], n_heads, -1).transpose(0, 1).float().numpy() for t in captured)  # (H, N, d_k)
-    return QKV(tokens=m.tokenizer.convert_ids_to_tokens(enc["input_ids"][0].tolist()), q=q, k=k, v=v,
+    return QKV(tokens=token_labels(m.tokenizer, enc["input_ids"][0].tolist()), q=q, k=k, v=v,
                weights=out.attentions[layer][0].float().numpy(), layer=layer, n_layers=m.n_layers, n_heads=n_heads)
 
 

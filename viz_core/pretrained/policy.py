@@ -29,13 +29,16 @@ from ..errors import InputError
 
 log = logging.getLogger(__name__)
 
-# Small models (at most ~714 MB of safetensors weights) that show the app's views: encoders, a Chinese and two
-# multilingual encoders, decoders, an encoder-decoder and a translation model. Short ids as people type them; the
-# hub's newer organisation ids (google-bert/bert-base-uncased, ...) are accepted as the same models.
+# Small models (at most ~714 MB of safetensors weights) that show the app's views: encoders, a Chinese and three
+# multilingual encoders, decoders (SmolLM2: a modern Llama-style decoder with grouped-query attention), an
+# encoder-decoder and translation models. Short ids as people type them; the hub's newer organisation ids
+# (google-bert/bert-base-uncased, ...) are accepted as the same models. catalog.py describes each (language, kind,
+# size) for the model picker.
 DEFAULT_ALLOWED = (
     "bert-base-uncased", "gpt2", "t5-small", "bert-base-chinese", "Helsinki-NLP/opus-mt-en-zh",
     "distilbert-base-uncased", "distilgpt2", "bert-base-multilingual-cased", "distilbert-base-multilingual-cased",
     "bert-base-cased", "roberta-base", "Helsinki-NLP/opus-mt-zh-en",
+    "sentence-transformers/paraphrase-multilingual-MiniLM-L12-v2", "HuggingFaceTB/SmolLM2-135M",
 )
 CANONICAL = {  # short id -> the hub's current id (both name the same repository)
     "bert-base-uncased": "google-bert/bert-base-uncased", "bert-base-cased": "google-bert/bert-base-cased",

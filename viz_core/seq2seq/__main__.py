@@ -2,7 +2,9 @@
 
     python -m viz_core.train --task reverse --max-seconds 60 --out DIR
 
-Prints the held-out accuracy while it trains, then a summary; DIR receives model.safetensors + config.json
+Prints the held-out accuracy while it trains (overall and at the worst input length: training stops once the worst
+length reaches --target on 2 evaluations in a row), then why it stopped and the accuracy at every input length on
+fresh held-out data; DIR receives model.safetensors + config.json
 (+ snapshots.safetensors). Load it back with viz_core.training.load_checkpoint(DIR).translate("3 1 4 1 5").
 """
 from __future__ import annotations
@@ -15,7 +17,7 @@ from ..errors import InputError
 from .model import ModelConfig
 from .tasks import TASKS, make_task
 from ..threads import thread_budget
-from .training import DTYPES, TrainConfig, Trainer, save_checkpoint
+from .training import DTYPES, TrainConfig, Trainer, save_checkpoint, worst_length
 
 
 def _target(text: str) -> float | None:
@@ -29,7 +31,8 @@ def parse_args(argv=None) -> argparse.Namespace:
     p.add_argument("--max-seconds", type=float, default=60.0, help="training-time budget (default 60)")
     p.add_argument("--max-steps", type=int, default=None, help="step budget (use it for reproducible runs)")
     p.add_argument("--target", type=_target, default=0.99,
-                   help="stop at this held-out exact-sequence accuracy; 'none' trains the whole budget")
+                   help="stop once held-out exact-sequence accuracy at the worst input length reaches this on 2 "
+                        "evaluations in a row; 'none' trains the whole budget")
     p.add_argument("--min-len", type=int, default=None, help="shortest source (digits tasks; addition: digits)")
     p.add_argument("--max-len", type=int, default=None, help="longest source (digits tasks; addition: digits)")
     p.add_argument("--seed", type=int, default=0)
@@ -38,6 +41,10 @@ def parse_args(argv=None) -> argparse.Namespace:
     p.add_argument("--warmup", type=int, default=TrainConfig.warmup)
     p.add_argument("--label-smoothing", type=float, default=TrainConfig.label_smoothing)
     p.add_argument("--eval-every", type=int, default=TrainConfig.eval_every)
+    p.add_argument("--eval-per-length", type=int, default=TrainConfig.eval_per_length,
+                   help="held-out sequences of every input length per evaluation during training")
+    p.add_argument("--final-per-length", type=int, default=1000,
+                   help="fresh held-out sequences of every input length for the final accuracy table (saved too)")
     p.add_argument("--check-every", type=int, default=TrainConfig.check_every,
                    help="steps between target checks on the training batch (0: evaluate every --eval-every only)")
     p.add_argument("--d-model", type=int, default=ModelConfig.d_model)
@@ -67,6 +74,7 @@ def configs(args) -> tuple[ModelConfig, TrainConfig]:
     train = TrainConfig(batch_size=args.batch_size, max_seconds=args.max_seconds, max_steps=args.max_steps,
                         target_accuracy=args.target, lr_factor=args.lr_factor, warmup=args.warmup,
                         label_smoothing=args.label_smoothing, eval_every=args.eval_every,
+                        eval_per_length=args.eval_per_length,
                         check_every=args.check_every, seed=args.seed,
                         force_cpu=args.cpu, threads=args.threads)
     return model, train
@@ -96,30 +104,62 @@ def main(argv=None) -> int:
     for m in trainer.run():
         if m.evaluated:
             log(f"step {m.step:5d}  {m.seconds:6.1f} s  loss {m.loss:.3f}  token acc {m.token_acc:.3f}  "
-                f"held-out exact {m.val_exact:.3f}  {m.tokens_per_s:,.0f} tok/s")
+                f"held-out exact {m.val_exact:.3f}  worst length {m.val_worst_len}: {m.val_worst:.3f}  "
+                f"{m.tokens_per_s:,.0f} tok/s")
+    translator = trainer.translator()
     with thread_budget(args.threads):  # the final greedy evaluations: as fast on one thread, and robust to load
-        summary(trainer, start)
+        summary(trainer, translator, start, args.final_per_length)
     if args.out:
-        save_checkpoint(trainer.translator(), args.out, args.save_dtype)
+        save_checkpoint(translator, args.out, args.save_dtype)
         print(f"saved checkpoint to {args.out}")
     return 1 if trainer.reason in ("nan", "diverged") else 0
 
 
-def summary(trainer: Trainer, start: float) -> None:
-    """Final figures: why it stopped, and greedy exact accuracy on fresh held-out data (also at the longest length)."""
-    t, task = trainer.translator(), trainer.task
-    messages = {"nan": "the loss became NaN: lower --lr-factor or enable clipping",
-                "diverged": "the loss diverged: lower --lr-factor or raise --warmup"}
-    print(f"stopped: {trainer.reason} after {trainer.step} steps, {trainer.seconds:.1f} s of training "
-          f"({time.perf_counter() - start:.1f} s since start)")
-    if trainer.reason in messages:
-        print(f"error: {messages[trainer.reason]}", file=sys.stderr)
+FAILED = {"nan": "the loss became NaN: lower --lr-factor or enable clipping",
+          "diverged": "the loss diverged: lower --lr-factor or raise --warmup"}
+
+
+def why_stopped(o: dict) -> str:
+    """Trainer.outcome() in words."""
+    worst = "" if o["worst"] is None else f"worst length {o['worst_len']}: {100 * o['worst']:.1f} %"
+    rule = "" if o["target"] is None else (f"target {100 * o['target']:g} % at the worst input length on "
+                                           f"{o['patience']} evaluations in a row")
+    if o["reason"] == "target":
+        return f"reached the target ({worst}; {rule})"
+    if o["reason"] == "stopped":
+        return "stopped by you" + (f" ({worst})" if worst else " before the first evaluation")
+    if o["reason"] in FAILED:
+        return FAILED[o["reason"]]
+    budget = "used its time budget" if o["reason"] == "time" else "hit the step limit"
+    if o["target"] is None:
+        return f"{budget} ({worst}; no target)"
+    best = f"best worst length {o['best_worst_len']}: {100 * o['best_worst']:.1f} %"
+    missed = (f"; the last {o['hits']} evaluation(s) met it, {o['patience']} in a row are needed"
+              if o["hits"] else "")
+    return f"{budget} before the target was met ({best}; {rule}{missed})"
+
+
+def summary(trainer: Trainer, t, start: float, n_per_length: int) -> None:
+    """Final figures: why it stopped, and greedy exact accuracy per input length on fresh held-out data."""
+    o = trainer.outcome()
+    print(f"stopped: {o['reason']} after {trainer.step} steps, {trainer.seconds:.1f} s of training "
+          f"({time.perf_counter() - start:.1f} s since start): {why_stopped(o)}")
+    if trainer.reason in FAILED:
+        print(f"error: {FAILED[trainer.reason]}", file=sys.stderr)
         return
-    print(f"held-out exact-sequence accuracy (greedy, 1000 sequences): {t.evaluate(1000):.4f}")
-    if task.name != "date" and task.min_len < task.max_len:
-        longest = make_task(task.name, **(task.params() | {"min_len": task.max_len}))
-        print(f"  at length {task.max_len} only: {t.evaluate(1000, longest):.4f}")
-    print(f"example: {task.example!r} -> {t.translate(task.example)!r}")
+    by_length = t.measure_by_length(n_per_length)
+    print(f"held-out exact-sequence accuracy per input length (greedy, {n_per_length} fresh sequences each):")
+    print(length_table(by_length))
+    n, worst = worst_length(by_length)
+    print(f"  worst length {n}: {worst:.4f}   mean over lengths: {sum(by_length.values()) / len(by_length):.4f}")
+    print(f"example: {t.task.example!r} -> {t.translate(t.task.example)!r}")
+
+
+def length_table(by_length: dict[int, float]) -> str:
+    """Two aligned rows: input length, exact accuracy."""
+    heads = "".join(f"{n:>7d}" for n in by_length)
+    values = "".join(f"{v:>7.3f}" for v in by_length.values())
+    return f"  length  {heads}\n  exact   {values}"
 
 
 if __name__ == "__main__":

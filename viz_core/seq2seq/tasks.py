@@ -9,6 +9,7 @@ from __future__ import annotations
 import calendar
 import random
 import re
+import unicodedata
 import zlib
 from dataclasses import dataclass, field
 
@@ -21,6 +22,13 @@ PAD, BOS, EOS = 0, 1, 2
 DIGITS = tuple("0123456789")
 MONTHS = tuple(calendar.month_abbr[1:])  # Jan .. Dec
 HELDOUT_MOD = 10  # one source in HELDOUT_MOD is held out
+SEPARATORS = re.compile(r"[,;、]")  # also read as spaces between tokens ("9, 3, 7" and "9，3，7" after NFKC)
+
+
+def normalise(text: str | None) -> str:
+    """What a person types -> plain text: NFKC folds full-width digits and punctuation (a Chinese keyboard's
+    "９，３") into ASCII."""
+    return unicodedata.normalize("NFKC", text or "")
 
 
 class Vocab:
@@ -105,6 +113,20 @@ class Task:
             if is_heldout(src) == heldout:
                 return src, self.solve(src)
 
+    # ---- input lengths (accuracy is reported per length: the longest inputs are the hardest)
+    @property
+    def lengths(self) -> range:
+        """The input lengths of the trained range, counted as length_of counts them."""
+        return range(self.min_len, self.max_len + 1)
+
+    def length_of(self, src: list[str]) -> int:
+        """The input length a source counts as (here: its tokens)."""
+        return len(src)
+
+    def source_of_length(self, rng: random.Random, n: int) -> list[str]:
+        """A random source of input length n, drawn as in training with its length fixed."""
+        return [rng.choice(DIGITS) for _ in range(n)]
+
     # ---- limits
     @property
     def max_src_len(self) -> int:
@@ -116,9 +138,14 @@ class Task:
 
     # ---- text
     def tokenize(self, text: str) -> list[str]:
-        """User text -> source tokens. Space-separated tokens, or one character per token when there is no space."""
-        text = (text or "").strip()
+        """User text -> source tokens: tokens separated by spaces or commas, or one character per token when there
+        is no separator ("3 1 4", "3, 1, 4" and "314" are the same input)."""
+        text = SEPARATORS.sub(" ", normalise(text)).strip()
         tokens = text.split() if any(c.isspace() for c in text) else list(text)
+        several = next((tok for tok in tokens if len(tok) > 1 and tok.isdigit()), None)
+        if several is not None:
+            raise InputError("train.one_digit", f"{several!r} is not one digit: this task works on single digits "
+                             f"0-9, e.g. 3 1 4 or 314", token=several)
         return self.check_source(tokens)
 
     def check_source(self, tokens: list[str]) -> list[str]:
@@ -206,11 +233,23 @@ class Addition(Task):
 
     def tokenize(self, text):
         """'12 + 34' -> ['1', '2', '+', '3', '4']: exactly two non-negative whole numbers joined by one '+'."""
-        text = "".join((text or "").split())
+        text = "".join(normalise(text).split())
         if text and not re.fullmatch(r"\d+\+\d+", text):
             raise InputError("train.add_format", f"type two non-negative whole numbers joined by one '+', e.g. "
                              f"{self.example}", example=self.example)
         return self.check_source(list(text))
+
+    @property
+    def lengths(self) -> range:
+        """Digits of the longer number: 1..max_len (training draws numbers below 10^k, so short ones occur too)."""
+        return range(1, self.max_len + 1)
+
+    def length_of(self, src):
+        return max(len(n) for n in "".join(src).split("+"))
+
+    def source_of_length(self, rng, n):
+        """A training-style source whose longer number has n digits (rejection sampling)."""
+        return _draw_until(lambda: self.random_source(rng), lambda src: self.length_of(src) == n)
 
     def range_note(self, tokens):
         """More digits than trained (1..max_len per number), or a leading zero, which training never shows."""
@@ -241,6 +280,9 @@ class Date(Task):
     first_year: int = 1900
     last_year: int = 2099
 
+    def source_of_length(self, rng, n):
+        return self.random_source(rng)  # every date has 10 characters
+
     def random_source(self, rng):
         y, m = rng.randint(self.first_year, self.last_year), rng.randint(1, 12)
         d = rng.randint(1, calendar.monthrange(y, m)[1])
@@ -261,7 +303,7 @@ class Date(Task):
 
     def tokenize(self, text):
         """'2024-03-15' -> its 10 characters; anything but a real calendar date in YYYY-MM-DD is refused."""
-        text = "".join((text or "").split())
+        text = "".join(normalise(text).split())
         if text and not re.fullmatch(r"\d{4}-\d{2}-\d{2}", text):
             raise InputError("train.date_format", f"type a date as YYYY-MM-DD, e.g. {self.example}",
                              example=self.example)
@@ -327,6 +369,28 @@ def encode_batch(task: Task, pairs) -> tuple[np.ndarray, np.ndarray, np.ndarray]
         tgt_in[row, : len(ids) + 1] = [BOS] + ids
         tgt_out[row, : len(ids) + 1] = ids + [EOS]
     return src, tgt_in, tgt_out
+
+
+def _draw_until(draw, ok, tries: int = 10_000):
+    """draw() until ok(result); after `tries` draws the last one is returned as it is."""
+    for _ in range(tries - 1):
+        src = draw()
+        if ok(src):
+            return src
+    return draw()
+
+
+def sample_of_length(task: Task, rng: random.Random, n: int, heldout: bool = True) -> tuple[list[str], list[str]]:
+    """One (source, target) pair of input length n from one split. Short lengths have few sources (length 1: ten,
+    one of them held out); should a split hold none of length n, a source of the other split is returned."""
+    src = _draw_until(lambda: task.source_of_length(rng, n), lambda s: is_heldout(s) == heldout, tries=2_000)
+    return src, task.solve(src)
+
+
+def pairs_by_length(task: Task, n_per_length: int, rng: random.Random, heldout: bool = True
+                    ) -> dict[int, list[tuple[list[str], list[str]]]]:
+    """{length: n_per_length (source, target) pairs of that input length} for every length of the trained range."""
+    return {n: [sample_of_length(task, rng, n, heldout) for _ in range(n_per_length)] for n in task.lengths}
 
 
 def sample_batch(task: Task, rng: random.Random, n: int, heldout: bool = False):

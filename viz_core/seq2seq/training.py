@@ -29,7 +29,7 @@ from ..export import write_files, zip_bytes
 from .model import ModelConfig, Seq2SeqTransformer, count_parameters
 from ..threads import thread_budget
 from ..uploads import parse_json, safetensors_header, zip_members
-from .tasks import BOS, EOS, PAD, RangeNote, Task, encode_batch, make_task, sample_batch
+from .tasks import BOS, EOS, PAD, RangeNote, Task, encode_batch, make_task, pairs_by_length, sample_batch
 
 MEMORY_LIMIT_BYTES = 1 << 30  # a training run may use at most about 1 GiB (the app is shared by many visitors)
 STOP_REASONS = ("target", "time", "steps", "stopped", "nan", "diverged")
@@ -43,7 +43,8 @@ class TrainConfig:
                                      # each twice the cost)
     max_seconds: float = 30.0        # training-time budget (evaluation excluded)
     max_steps: int | None = None     # optional step budget
-    target_accuracy: float | None = 0.99  # stop once held-out exact-sequence accuracy reaches this (None: never)
+    target_accuracy: float | None = 0.99  # stop once held-out exact-sequence accuracy at the WORST input length
+                                     # of the trained range reaches this (None: never)
     target_patience: int = 2         # evaluations in a row that must reach the target (guards against a lucky one)
     lr_factor: float = 0.2           # multiplies the paper's schedule (peak 3.5e-3 for d_model 64; was 0.3)
     warmup: int = 50                 # warmup steps of the schedule (was 100)
@@ -57,7 +58,8 @@ class TrainConfig:
                                      # teacher-forced exact-sequence accuracy reaches the target, or the last
                                      # held-out evaluation did, the held-out evaluation runs at once instead of
                                      # waiting for the next eval_every step (only with a target)
-    eval_size: int = 400             # held-out sequences per evaluation
+    eval_per_length: int = 100       # held-out sequences of every input length per evaluation (the same ones
+                                     # each time; 100 resolves about 1 %: the target 99 % allows one miss)
     log_every: int = 10              # steps between yielded metrics
     max_snapshots: int = 30          # attention snapshots kept (older ones thinned out)
     seed: int = 0                    # seeds data, initialisation and dropout
@@ -133,6 +135,8 @@ class Metrics:
     tokens_per_s: float       # source + target tokens (pads excluded) per second of training
     val_exact: float | None = None      # held-out exact-sequence accuracy, greedy decoding (latest evaluation)
     val_token_acc: float | None = None  # held-out token accuracy, greedy decoding (latest evaluation)
+    val_worst: float | None = None      # exact-sequence accuracy at the worst input length (latest evaluation)
+    val_worst_len: int | None = None    # that length
     evaluated: bool = False   # True when this record carries a fresh evaluation
     done: bool = False
     reason: str | None = None  # why training stopped (see STOP_REASONS)
@@ -173,18 +177,106 @@ def greedy_decode(model: Seq2SeqTransformer, src: torch.Tensor, max_out: int, re
     return (out, torch.stack(probs, 1)) if return_probs else out
 
 
-def sequence_scores(pred: torch.Tensor, tgt_out: torch.Tensor) -> tuple[float, float]:
-    """Exact-sequence accuracy and token accuracy of greedy predictions pred (B, T) against tgt_out (B, T'), both
-    ending in <eos>; whatever a prediction emits after its first <eos> is ignored."""
+def _aligned(pred: torch.Tensor, tgt_out: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """pred (B, T) and tgt_out (B, T') padded to one width n, pred cut after its first <eos>: (B, n), (B, n)."""
     n = max(pred.shape[1], tgt_out.shape[1])
     pred = F.pad(pred, (0, n - pred.shape[1]), value=PAD)  # (B, n)
     tgt = F.pad(tgt_out, (0, n - tgt_out.shape[1]), value=PAD)  # (B, n)
     is_eos = (pred == EOS).long()
-    pred = pred.masked_fill(is_eos.cumsum(1) - is_eos > 0, PAD)  # drop tokens after the first <eos>
+    return pred.masked_fill(is_eos.cumsum(1) - is_eos > 0, PAD), tgt  # tokens after the first <eos> dropped
+
+
+def exact_rows(pred: torch.Tensor, tgt_out: torch.Tensor) -> torch.Tensor:
+    """Which rows of greedy predictions pred (B, T) equal their target tgt_out (B, T') up to its <eos>: bool (B,)."""
+    pred, tgt = _aligned(pred, tgt_out)
+    return (pred == tgt).all(1)
+
+
+def sequence_scores(pred: torch.Tensor, tgt_out: torch.Tensor) -> tuple[float, float]:
+    """Exact-sequence accuracy and token accuracy of greedy predictions pred (B, T) against tgt_out (B, T'), both
+    ending in <eos>; whatever a prediction emits after its first <eos> is ignored."""
+    pred, tgt = _aligned(pred, tgt_out)
     real = tgt != PAD
     exact = (pred == tgt).all(1).float().mean().item()
     tok = ((pred == tgt) & real).sum().item() / max(real.sum().item(), 1)
     return exact, tok
+
+
+# ---------------------------------------------------------------- accuracy per input length
+@dataclass
+class HeldOut:
+    """Held-out pairs of every input length of a task, encoded as one padded batch."""
+    src: torch.Tensor         # (B, N_src)
+    tgt_out: torch.Tensor     # (B, N_tgt + 1), ending in <eos>
+    lengths: np.ndarray       # (B,) the input length of each row
+    n_per_length: int
+
+    @classmethod
+    def of(cls, task: Task, n_per_length: int, seed: int, device="cpu") -> "HeldOut":
+        pairs = pairs_by_length(task, n_per_length, random.Random(seed), heldout=True)
+        flat = [p for n in sorted(pairs) for p in pairs[n]]
+        src, _, tgt_out = encode_batch(task, flat)
+        lengths = np.array([n for n in sorted(pairs) for _ in pairs[n]])
+        return cls(torch.from_numpy(src).to(device), torch.from_numpy(tgt_out).to(device), lengths, n_per_length)
+
+
+@torch.no_grad()
+def score_by_length(model: Seq2SeqTransformer, held: HeldOut, max_out: int, chunk: int = 1000
+                    ) -> tuple[dict[int, float], float]:
+    """({length: exact-sequence accuracy of greedy decoding}, token accuracy over all rows) on a held-out set, in
+    chunks of at most `chunk` rows. Exact accuracy at length n = (rows of length n decoded exactly right) / (rows of
+    length n).
+
+    One teacher-forced pass first: a row whose every argmax equals its gold token under teacher forcing is exactly
+    a row greedy decoding reproduces (each greedy step then sees the gold prefix), every token right. Only the other
+    rows are decoded greedily, for their exactness and tokens: the same numbers, and once the model is good, one
+    decoder pass instead of one per output token."""
+    model.eval()
+    exact, right, real = [], 0, 0
+    for i in range(0, len(held.lengths), chunk):
+        src, tgt = held.src[i: i + chunk], held.tgt_out[i: i + chunk]  # (b, N_src), (b, T')
+        tgt_in = torch.cat([torch.full_like(tgt[:, :1], BOS), tgt[:, :-1].masked_fill(tgt[:, :-1] == EOS, PAD)], 1)
+        logits, _ = model(src, tgt_in)  # (b, T', V)
+        ok = forced_exact_rows(logits, tgt)  # (b,)
+        gold = tgt != PAD
+        right += (gold & ok[:, None]).sum().item()
+        real += gold.sum().item()
+        rest = (~ok).nonzero()[:, 0]  # (r,) rows greedy decoding must settle
+        if rest.numel():
+            pred = greedy_decode(model, src[rest], max_out)  # (r, T)
+            ok[rest] = exact_rows(pred, tgt[rest])
+            p, g = _aligned(pred, tgt[rest])
+            right += ((p == g) & (g != PAD)).sum().item()
+        exact.append(ok.cpu())
+    ok = torch.cat(exact).numpy()  # (B,)
+    per_length = {int(n): float(ok[held.lengths == n].mean()) for n in np.unique(held.lengths)}
+    return per_length, right / max(real, 1)
+
+
+def worst_length(by_length: dict[int, float]) -> tuple[int, float]:
+    """(length, accuracy) of the worst length; ties go to the longest."""
+    n = min(by_length, key=lambda k: (by_length[k], -k))
+    return n, by_length[n]
+
+
+def accuracy_by_length(model, task: Task | str | None = None, n_per_length: int = 300, seed: int = 12345
+                       ) -> dict[int, float]:
+    """Held-out exact-sequence accuracy of greedy decoding per input length: {length: share of n_per_length
+    held-out sources of that length whose whole output is right}, for every length of the trained range.
+
+    model: a Translator, a checkpoint directory or .zip, or a Seq2SeqTransformer (then task is required).
+    task: the task to measure on (default: the model's own; a name or a Task, e.g. with other lengths)."""
+    if isinstance(model, (str, Path)):
+        model = load_checkpoint(model)
+    if isinstance(model, Translator):
+        model, task, max_out = model.model, task or model.task, model._max_out()
+    else:
+        max_out = model.cfg.max_len - 1
+    if task is None:
+        raise ValueError("accuracy_by_length needs the task of a bare model")
+    task = make_task(task) if isinstance(task, str) else task
+    held = HeldOut.of(task, n_per_length, seed, next(model.parameters()).device)
+    return score_by_length(model, held, max_out)[0]
 
 
 def teacher_forced_exact(logits: torch.Tensor, tgt_out: torch.Tensor) -> float:
@@ -192,10 +284,15 @@ def teacher_forced_exact(logits: torch.Tensor, tgt_out: torch.Tensor) -> float:
     <pad> and <bos> excluded from the argmax as in greedy_decode. logits (B, N, V), tgt_out (B, N).
 
     A row passes exactly when greedy decoding reproduces it: each greedy step then sees the gold prefix."""
+    return forced_exact_rows(logits, tgt_out).float().mean().item()
+
+
+def forced_exact_rows(logits: torch.Tensor, tgt_out: torch.Tensor) -> torch.Tensor:
+    """Which rows pass teacher_forced_exact: bool (B,). logits (B, N, V), tgt_out (B, N)."""
     scores = logits.detach().clone()
     scores[..., [PAD, BOS]] = float("-inf")
     ok = (scores.argmax(-1) == tgt_out) | (tgt_out == PAD)  # (B, N)
-    return ok.all(1).float().mean().item()
+    return ok.all(1)
 
 
 # ---------------------------------------------------------------- trainer
@@ -215,8 +312,7 @@ class Trainer:
         self.opt = torch.optim.Adam(self.model.parameters(), lr=0.0, betas=(self.train_cfg.beta1, self.train_cfg.beta2),
                                     eps=self.train_cfg.eps)
         self.rng = random.Random(self.train_cfg.seed)
-        self._eval = self._tensors(sample_batch(task, random.Random(10_000 + self.train_cfg.seed),
-                                                self.train_cfg.eval_size, heldout=True))
+        self._eval = HeldOut.of(task, self.train_cfg.eval_per_length, 10_000 + self.train_cfg.seed, self.device)
         self.probe = task.tokenize(task.example)
         self.step, self.seconds, self.tokens = 0, 0.0, 0
         self.history: list[Metrics] = []
@@ -225,7 +321,10 @@ class Trainer:
         self._stop = False
         self._loss_ema: float | None = None
         self._last_eval: tuple[float | None, float | None] = (None, None)
-        self._hits = 0  # evaluations in a row at or above the target
+        self.by_length: dict[int, float] = {}  # held-out exact accuracy per input length (latest evaluation)
+        self.best_worst: tuple[int, float] | None = None  # (length, accuracy): the best worst length so far
+        self.evaluations, self._eval_step = 0, None
+        self._hits = 0  # evaluations in a row whose worst length reached the target
         self._batch_exact = 0.0  # teacher-forced exact-sequence accuracy of the last training batch
 
     # -- public
@@ -258,8 +357,8 @@ class Trainer:
             if evaluated and self.reason not in ("nan", "diverged"):
                 with thread_budget(self.train_cfg.threads if self.device.type == "cpu" else None):
                     self._evaluate()
-                if self._reached_target() and self.reason is None:
-                    self.reason = "target"
+                if self._reached_target() and self.reason in (None, "time", "steps"):
+                    self.reason = "target"  # also when the budget ran out on the evaluation that reached it
             elif self.reason == "stopped":
                 self._snapshot()
             if evaluated or self.step % self.train_cfg.log_every == 0 or self.done:
@@ -269,6 +368,19 @@ class Trainer:
     def translator(self) -> "Translator":
         """The trained model (a copy in eval mode, on the CPU) with its task, curves and snapshots."""
         return Translator.from_trainer(self)
+
+    def outcome(self) -> dict:
+        """Why and where training ended, in numbers: reason, step, target, patience (evaluations in a row the
+        target needs), hits (in a row at the end), evaluations, eval_step (of the latest), worst_len / worst and
+        overall (mean over lengths) of the latest evaluation, best_worst_len / best_worst (the best worst-length
+        accuracy of any evaluation); None where unmeasured."""
+        worst = worst_length(self.by_length) if self.by_length else (None, None)
+        best = self.best_worst or (None, None)
+        return {"reason": self.reason, "step": self.step, "target": self.train_cfg.target_accuracy,
+                "patience": max(1, self.train_cfg.target_patience), "hits": self._hits,
+                "evaluations": self.evaluations, "eval_step": self._eval_step, "overall": self._last_eval[0],
+                "worst_len": worst[0], "worst": worst[1],
+                "best_worst_len": best[0], "best_worst": best[1]}
 
     # -- internals
     def _tensors(self, arrays):
@@ -322,17 +434,22 @@ class Trainer:
         return None
 
     def _reached_target(self) -> bool:
+        """The stop rule: the WORST input length reached the target on target_patience evaluations in a row."""
         target = self.train_cfg.target_accuracy
-        hit = target is not None and self._last_eval[0] is not None and self._last_eval[0] >= target
+        hit = target is not None and bool(self.by_length) and worst_length(self.by_length)[1] >= target
         self._hits = self._hits + 1 if hit else 0
         return self._hits >= max(1, self.train_cfg.target_patience)
 
     @torch.no_grad()
     def _evaluate(self) -> None:
-        self.model.eval()
-        src, _, tgt_out = self._eval
-        pred = greedy_decode(self.model, src, tgt_out.shape[1])
-        self._last_eval = sequence_scores(pred, tgt_out)
+        """Greedy decoding of the held-out set: accuracy per input length, overall (the mean over lengths: every
+        length has eval_per_length rows) and token accuracy."""
+        self.by_length, token_acc = score_by_length(self.model, self._eval, self._eval.tgt_out.shape[1])
+        self._last_eval = (float(np.mean(list(self.by_length.values()))), token_acc)
+        self.evaluations, self._eval_step = self.evaluations + 1, self.step
+        worst = worst_length(self.by_length)
+        if self.best_worst is None or worst[1] >= self.best_worst[1]:
+            self.best_worst = worst
         self._snapshot()
 
     @torch.no_grad()
@@ -351,8 +468,10 @@ class Trainer:
         loss = float(np.mean([w[0] for w in window])) if window else float("nan")
         acc = float(np.mean([w[1] for w in window])) if window else float("nan")
         lr = self.opt.param_groups[0]["lr"]
+        worst = worst_length(self.by_length) if self.by_length else (None, None)
         m = Metrics(self.step, self.seconds, loss, acc, lr, self.tokens / max(self.seconds, 1e-9),
-                    *self._last_eval, evaluated=evaluated, done=self.done, reason=self.reason)
+                    *self._last_eval, val_worst=worst[1], val_worst_len=worst[0], evaluated=evaluated,
+                    done=self.done, reason=self.reason)
         self.history.append(m)
         return m
 
@@ -386,6 +505,18 @@ class AttentionMaps:
     maps: dict
 
 
+LENGTH_KEY = "exact_len_"  # info["exact_len_<n>"]: held-out exact accuracy at input length n
+
+
+def length_info(by_length: dict[int, float], n_per_length: int) -> dict:
+    """Per-length accuracy as flat info entries (a checkpoint's info is a table of short values)."""
+    if not by_length:
+        return {}
+    n, worst = worst_length(by_length)
+    return {"by_length_n": n_per_length, "worst_len": n, "worst_exact": worst,
+            **{f"{LENGTH_KEY}{k}": v for k, v in by_length.items()}}
+
+
 class Translator:
     """A trained model with its task: translate text, trace greedy decoding, read attention, save checkpoints."""
 
@@ -401,8 +532,26 @@ class Translator:
         model = copy.deepcopy(trainer.model).to("cpu").eval()
         info = {"steps": trainer.step, "seconds": round(trainer.seconds, 2), "reason": trainer.reason,
                 "device": str(trainer.device), "val_exact": trainer._last_eval[0], "seed": trainer.train_cfg.seed}
+        info |= length_info(trainer.by_length, trainer.train_cfg.eval_per_length)
+        if trainer.by_length:
+            info["by_length_step"] = trainer._eval_step
         return cls(model, trainer.task, trainer.train_cfg, [m.to_dict() for m in trainer.history],
                    list(trainer.snapshots), info)
+
+    @property
+    def by_length(self) -> tuple[dict[int, float], int] | None:
+        """({length: held-out exact accuracy}, sequences per length) stored with the model, None if unmeasured."""
+        found = {int(k[len(LENGTH_KEY):]): v for k, v in self.info.items()
+                 if k.startswith(LENGTH_KEY) and k[len(LENGTH_KEY):].isdigit() and _is_number(v)}
+        n = self.info.get("by_length_n")
+        return (dict(sorted(found.items())), int(n)) if found and _is_number(n) else None
+
+    def measure_by_length(self, n_per_length: int = 1000, seed: int = 12345) -> dict[int, float]:
+        """accuracy_by_length on fresh held-out data, stored in info (saved with the checkpoint)."""
+        by_length = accuracy_by_length(self, n_per_length=n_per_length, seed=seed)
+        self.info = {k: v for k, v in self.info.items() if not k.startswith(LENGTH_KEY) and k != "by_length_step"}
+        self.info |= length_info(by_length, n_per_length)
+        return by_length
 
     @property
     def config(self) -> ModelConfig:
@@ -524,7 +673,7 @@ TRAIN_LIMITS = {"batch_size": (1, 4096), "max_seconds": (0.0, 10.0**7), "max_ste
                 "target_accuracy": (0.0, 1.0), "target_patience": (1, 100), "lr_factor": (0.0, 100.0),
                 "warmup": (1, 10**6), "beta1": (0.0, 1.0), "beta2": (0.0, 1.0), "eps": (0.0, 1.0),
                 "label_smoothing": (0.0, 1.0), "clip_norm": (0.0, 10**6), "eval_every": (1, 10**6),
-                "check_every": (0, 10**6), "eval_size": (1, 10_000), "log_every": (1, 10**6),
+                "check_every": (0, 10**6), "eval_per_length": (1, 10_000), "log_every": (1, 10**6),
                 "max_snapshots": (0, 200), "seed": (0, 2**32 - 1), "threads": (1, 64)}
 TASK_PARAMS = ("min_len", "max_len")  # whole numbers, whose range the task itself checks
 MAX_HISTORY, MAX_INFO = 10_000, 64  # entries of a checkpoint's training history and of its info table
