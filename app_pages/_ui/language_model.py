@@ -65,8 +65,7 @@ def build_run(settings: dict, kv_heads: int | None = None) -> Run:
 # ---------------------------------------------------------------- what the page draws of a model
 @st.cache_resource(show_spinner=False, max_entries=32)
 def _shipped_analysis(task: str, text: str):
-    lm = shipped(task)
-    return lm.attention(text), lm.head_scores(text)
+    return _attention_and_scores(shipped(task), text)
 
 
 def analyse(lm: LanguageModel, task: str, text: str):
@@ -75,7 +74,13 @@ def analyse(lm: LanguageModel, task: str, text: str):
     text."""
     if lm is shipped(task):
         return _shipped_analysis(task, text)
-    return lm.attention(text), lm.head_scores(text)
+    return _attention_and_scores(lm, text)
+
+
+def _attention_and_scores(lm: LanguageModel, text: str):
+    """One forward pass: the attention of a text and the head scores read from it."""
+    result = lm.attention(text)
+    return result, lm.scores_of(result)
 
 
 @st.cache_resource(show_spinner=False, max_entries=64)

@@ -183,4 +183,6 @@ def test_the_shipped_model_finds_typed_repeats_of_any_length(shipped, length):
 def test_the_shipped_model_finds_a_repeated_phrase(shipped, text):
     prev, ind = shipped.head_scores(text)
     assert ind.max() >= 0.5 and prev.max() >= 0.5
+    same = shipped.scores_of(shipped.attention(text))  # the page's one-forward-pass path
+    assert np.array_equal(same[0], prev) and np.array_equal(same[1], ind)
     assert shipped.config.max_len >= 60  # a 30-token segment typed twice fits

@@ -426,8 +426,12 @@ class LanguageModel:
 
     def head_scores(self, text: str) -> tuple[np.ndarray, np.ndarray]:
         """(previous-token, induction) score of every head on a text: two (layers, heads) arrays."""
-        ids = self.encode(text)
-        return head_scores(self.attention(text).weights, ids)
+        return self.scores_of(self.attention(text))
+
+    @staticmethod
+    def scores_of(result: LMAttention) -> tuple[np.ndarray, np.ndarray]:
+        """head_scores of an attention result already computed (no second forward pass)."""
+        return head_scores(result.weights, result.ids)
 
     @torch.inference_mode()
     def logits(self, text: str) -> np.ndarray:
