@@ -3,6 +3,8 @@
   python bench/bench_browser.py                    # every row, 3 cold starts, 4 rounds of the rest
   python bench/bench_browser.py --rows switch,sentence --rounds 5
   python bench/bench_browser.py --rows cli --cli-runs 3
+  python bench/bench_browser.py --floor            # cold start and page switches as ratios to the floor app
+  python bench/bench_browser.py --rows importance  # "Which heads matter", first time after the server started
 
 Rows (medians; each bounded by --row-timeout, the whole script by --deadline):
   cold      process start of `streamlit run app.py` -> the first heatmap of the Attention page visible in Chromium
@@ -12,6 +14,15 @@ Rows (medians; each bounded by --row-timeout, the whole script by --deadline):
   sentence  type a new sentence in the Attention text box + Ctrl+Enter -> the heatmap shows the new tokens
   train     click Train -> the first progress bar; click Stop -> the progress gone and "was stopped" shown
   cli       `python -m viz_core.train --task reverse --max-seconds 30 --out DIR`, whole command, wall
+  importance  a fresh server; the first visitor opens Attention, and as soon as its heatmap is drawn picks the view
+            "Which heads matter" -> its head-importance map drawn; then, in that view, a new sentence of 24 tokens ->
+            the map of the new sentence drawn (medians over --cold-runs servers)
+
+--floor (issue #25): the floor is bench/floor_app/app.py, a bare Streamlit app with the same sidebar of eight pages
+and one plotly heatmap per page (no model, no torch): what any Streamlit app costs on this machine now. The cold row
+and the switch row then run the app and the floor interleaved (app, floor, floor, app, ...), with the same browser,
+and print each of our medians as a ratio to the floor's median of the same step in the same run, so the machine's
+drift (25 % an hour here) cancels out.
 
 The server listens on 127.0.0.1 on a free port; Chromium is Debian's /usr/bin/chromium driven by Playwright.
 """
@@ -32,6 +43,7 @@ import urllib.request
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
+FLOOR_ROOT = ROOT / "bench" / "floor_app"  # the bare Streamlit app the ratios are taken against
 APP_ROOT = ROOT  # the tree whose app.py the server runs (--app-root: compare two versions of the app, interleaved)
 sys.path.insert(0, str(ROOT))
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
@@ -80,11 +92,13 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-def start_server(port: int, extra_env: dict | None = None) -> subprocess.Popen:
+def start_server(port: int, extra_env: dict | None = None, root: Path | None = None) -> subprocess.Popen:
+    """`streamlit run app.py` in `root` (default: the app's tree, --app-root)."""
     env = dict(os.environ, STREAMLIT_BROWSER_GATHER_USAGE_STATS="false", **(extra_env or {}))
     return subprocess.Popen(
         [sys.executable, "-m", "streamlit", "run", "app.py", "--server.headless", "true", "--server.port", str(port),
-         "--server.address", "127.0.0.1"], cwd=APP_ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.STDOUT)
+         "--server.address", "127.0.0.1"], cwd=root or APP_ROOT, env=env, stdout=subprocess.DEVNULL,
+        stderr=subprocess.STDOUT)
 
 
 def wait_healthy(url: str, timeout_s: float = 60) -> None:
@@ -108,11 +122,11 @@ def stop_server(proc: subprocess.Popen) -> None:
 
 
 class Server:
-    def __init__(self, extra_env: dict | None = None):
+    def __init__(self, extra_env: dict | None = None, root: Path | None = None):
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         self.t0 = time.perf_counter()
-        self.proc = start_server(self.port, extra_env)
+        self.proc = start_server(self.port, extra_env, root)
 
     def __enter__(self):
         wait_healthy(self.url)
@@ -146,23 +160,30 @@ def row_cold(pw, runs: int, timeout_s: float, arrive_after_s: float = 0.0) -> li
     out = []
     try:
         for _ in range(runs):
-            server = Server()
-            try:
-                wait_healthy(server.url, timeout_s)
-                time.sleep(arrive_after_s)
-                t0 = server.t0 if not arrive_after_s else time.perf_counter()
-                ctx, page = new_page(browser)
-                page.goto(server.url + "/?lang=en", wait_until="commit")
-                page.wait_for_function(_HEATMAP, arg=[None], timeout=timeout_s * 1000, polling=50)
-                out.append(time.perf_counter() - t0)
-                ctx.close()
-            except Exception as exc:  # noqa: BLE001 - a run past the timeout is reported, the others go on
-                FAILED.append(f"cold start: {type(exc).__name__}")
-            finally:
-                stop_server(server.proc)
+            out += cold_once(browser, timeout_s, arrive_after_s)
     finally:
         browser.close()
     return out
+
+
+def cold_once(browser, timeout_s: float, arrive_after_s: float = 0.0, root: Path | None = None) -> list[float]:
+    """One cold start of the app in `root`: [seconds], or [] when it ran past the timeout (reported)."""
+    server = Server(root=root)
+    try:
+        wait_healthy(server.url, timeout_s)
+        time.sleep(arrive_after_s)
+        t0 = server.t0 if not arrive_after_s else time.perf_counter()
+        ctx, page = new_page(browser)
+        page.goto(server.url + "/?lang=en", wait_until="commit")
+        page.wait_for_function(_HEATMAP, arg=[None], timeout=timeout_s * 1000, polling=50)
+        dt = time.perf_counter() - t0
+        ctx.close()
+        return [dt]
+    except Exception as exc:  # noqa: BLE001 - a run past the timeout is reported, the others go on
+        FAILED.append(f"cold start{' (floor)' if root == FLOOR_ROOT else ''}: {type(exc).__name__}")
+        return []
+    finally:
+        stop_server(server.proc)
 
 
 _WATCH = """() => { window.__t0 = performance.now(); window.__done = null;
@@ -194,21 +215,139 @@ def row_switch(browser, url: str, rounds: int, timeout_s: float,
         pages = tuple(x for stem in pages for x in ((stem, "attention") if stem != "attention" else (stem,)))
     times: dict[str, list[tuple[float, float]]] = {s: [] for s in pages}
     for r in range(rounds + 1):
-        ctx, page = new_page(browser)
-        try:
-            page.goto(url + "/?lang=en", wait_until="domcontentloaded")
-            page.wait_for_function(_HEATMAP, arg=[None], timeout=timeout_s * 1000)
-            page.wait_for_timeout(300)
-            for stem in pages:
-                dt = switch_to(page, stem, timeout_s)
-                page.wait_for_timeout(300)
-                if r > 0:
-                    times[stem].append(dt)
-        except Exception as exc:  # noqa: BLE001 - this round ends; the next one starts afresh
-            FAILED.append(f"switch round {r}: {type(exc).__name__}")
-        finally:
-            ctx.close()
+        for stem, dt in switch_round(browser, url, pages, timeout_s, f"switch round {r}").items():
+            if r > 0:
+                times[stem].append(dt)
     return times
+
+
+def switch_round(browser, url: str, pages: tuple[str, ...], timeout_s: float,
+                 what: str) -> dict[str, tuple[float, float]]:
+    """One fresh session: open the first page, then follow the sidebar link to each of `pages` in turn."""
+    out: dict[str, tuple[float, float]] = {}
+    ctx, page = new_page(browser)
+    try:
+        page.goto(url + "/?lang=en", wait_until="domcontentloaded")
+        page.wait_for_function(_HEATMAP, arg=[None], timeout=timeout_s * 1000)
+        page.wait_for_timeout(300)
+        for stem in pages:
+            out[stem] = switch_to(page, stem, timeout_s)
+            page.wait_for_timeout(300)
+    except Exception as exc:  # noqa: BLE001 - this round ends; the next one starts afresh
+        FAILED.append(f"{what}: {type(exc).__name__}")
+    finally:
+        ctx.close()
+    return out
+
+
+# JS: the importance view's map is drawn with values other than `prev` (the token attribution below it may still be
+# computing: the map is what the person looks at first)
+_IMPORTANCE = """([prev]) => {
+  const gd = document.querySelector(".st-key-imp_map .js-plotly-plot");
+  if (!gd || !gd.data || !gd.data.length || !gd.querySelector('.main-svg')) return false;
+  const z = JSON.stringify(gd.data.map(d => d.z || d.marker && d.marker.color || null));
+  return prev === null ? true : z !== prev;
+}"""
+_SCRIPT_DONE = """() => document.querySelector("[data-testid='stApp']").getAttribute('data-test-script-state')
+  === 'notRunning' && !document.querySelector("[data-testid='stMain'] [data-stale='true']")"""
+_IMPORTANCE_Z = """() => { const gd = document.querySelector(".st-key-imp_map .js-plotly-plot");
+  return gd && gd.data ? JSON.stringify(gd.data.map(d => d.z || d.marker && d.marker.color || null)) : null; }"""
+
+
+def row_importance(pw, runs: int, timeout_s: float, rng: random.Random) -> tuple[list[float], ...]:
+    """Per fresh server: the view picked -> its map drawn, and -> the whole view done (token attribution below the
+    map included); a new 24-token sentence in the view -> its map drawn, and -> the whole view done."""
+    browser = launch(pw)
+    first, first_all, again, again_all = [], [], [], []
+    try:
+        for _ in range(runs):
+            with Server() as server:
+                ctx, page = new_page(browser)
+                try:
+                    page.goto(server.url + "/?lang=en", wait_until="commit")
+                    page.wait_for_function(_HEATMAP, arg=[None], timeout=timeout_s * 1000, polling=50)
+                    option = page.get_by_role("radiogroup", name=t("attention.view", "en"), exact=True).get_by_text(
+                        t("attention.view_importance", "en"), exact=True)
+                    t0 = time.perf_counter()
+                    option.click()
+                    page.wait_for_function(_IMPORTANCE, arg=[None], timeout=timeout_s * 1000, polling=20)
+                    first.append(time.perf_counter() - t0)
+                    page.wait_for_function(_SCRIPT_DONE, timeout=timeout_s * 1000, polling=20)
+                    first_all.append(time.perf_counter() - t0)
+                    page.wait_for_timeout(300)
+                    prev = page.evaluate(_IMPORTANCE_Z)
+                    box = page.locator(".st-key-attention-text textarea")
+                    box.fill(sentence(24, rng))
+                    t0 = time.perf_counter()
+                    box.press("Control+Enter")
+                    page.wait_for_function(_IMPORTANCE, arg=[prev], timeout=timeout_s * 1000, polling=20)
+                    again.append(time.perf_counter() - t0)
+                    page.wait_for_function(_SCRIPT_DONE, timeout=timeout_s * 1000, polling=20)
+                    again_all.append(time.perf_counter() - t0)
+                except Exception as exc:  # noqa: BLE001
+                    FAILED.append(f"importance: {type(exc).__name__}")
+                finally:
+                    ctx.close()
+    finally:
+        browser.close()
+    return first, first_all, again, again_all
+
+
+# ---------------------------------------------------------------- against the floor (issue #25)
+def ratio_cold(pw, runs: int, timeout_s: float) -> tuple[list[float], list[float]]:
+    """Cold starts of the app and of the floor, interleaved (app, floor, floor, app, ...): (app, floor) seconds."""
+    browser = launch(pw)
+    ours, floor = [], []
+    try:
+        for i in range(runs):
+            for root in ((APP_ROOT, FLOOR_ROOT) if i % 2 == 0 else (FLOOR_ROOT, APP_ROOT)):
+                (ours if root == APP_ROOT else floor).extend(cold_once(browser, timeout_s, root=root))
+    finally:
+        browser.close()
+    return ours, floor
+
+
+def ratio_switch(browser, rounds: int, timeout_s: float) -> tuple[dict, dict]:
+    """Warm sidebar switches of the app and the floor, both servers up, rounds interleaved after one warm-up round
+    each: ({stem: [seconds]}, {stem: [seconds]})."""
+    ours: dict[str, list[float]] = {s: [] for s in SWITCH_PAGES}
+    floor: dict[str, list[float]] = {s: [] for s in SWITCH_PAGES}
+    with Server() as app_server, Server(root=FLOOR_ROOT) as floor_server:
+        for r in range(rounds + 1):
+            pairs = ((app_server, ours), (floor_server, floor))
+            for server, times in (pairs if r % 2 == 0 else pairs[::-1]):
+                got = switch_round(browser, server.url, SWITCH_PAGES, timeout_s,
+                                   f"switch round {r}{' (floor)' if times is floor else ''}")
+                for stem, (total, _script) in got.items():
+                    if r > 0:
+                        times[stem].append(total)
+    return ours, floor
+
+
+def ratio_row(what: str, ours: list[float], floor: list[float], goal: str) -> tuple[str, str, str, str, str]:
+    if not ours or not floor:
+        return what, fmt(ours), fmt(floor), "–", goal
+    return what, fmt(ours), fmt(floor), f"{statistics.median(ours) / statistics.median(floor):.2f}x", goal
+
+
+def print_ratios(pw, args) -> None:
+    rows = []
+    if "cold" in args.rows.split(","):
+        ours, floor = ratio_cold(pw, args.cold_runs, args.row_timeout)
+        rows.append(ratio_row("cold start: `streamlit run` → first heatmap", ours, floor, "≤ 1.3x"))
+    if "switch" in args.rows.split(","):
+        browser = launch(pw)
+        try:
+            ours, floor = ratio_switch(browser, args.rounds, args.row_timeout)
+        finally:
+            browser.close()
+        for stem in SWITCH_PAGES:
+            rows.append(ratio_row(f"warm sidebar switch → {t(f'common.nav_{stem}', 'en')}", ours[stem], floor[stem],
+                                  "≤ 2.0x"))
+    print(f"\n{time.strftime('%Y-%m-%d %H:%M')}, `python bench/bench_browser.py --floor` (medians; runs, min–max)")
+    print("\n| what the person does | ours | the floor | ratio | goal |\n|---|---|---|---|---|")
+    for row in rows:
+        print("| " + " | ".join(row) + " |")
 
 
 def sentence(n_tokens: int, rng: random.Random) -> str:
@@ -313,9 +452,18 @@ def main(argv=None) -> int:
     p.add_argument("--pages", default=",".join(SWITCH_PAGES),
                    help="switch row: these pages only (each reached from Attention)")
     p.add_argument("--app-root", type=Path, default=ROOT, help="run the app (and the CLI) of this tree")
+    p.add_argument("--floor", action="store_true",
+                   help="rows cold and switch (of --rows) as ratios to the floor app, interleaved with it")
     args = p.parse_args(argv)
     global APP_ROOT
     APP_ROOT = args.app_root.resolve()
+    if args.floor:
+        from playwright.sync_api import sync_playwright
+        with sync_playwright() as pw:
+            print_ratios(pw, args)
+        if FAILED:
+            print(f"\nsteps past the timeout (left out of the medians): {FAILED}")
+        return 0
     rows = set(args.rows.split(","))
     end = time.monotonic() + args.deadline
     table: list[tuple[str, str, str]] = []
@@ -335,6 +483,13 @@ def main(argv=None) -> int:
         if "late" in rows and left():
             table.append(("first visit 6 s after `streamlit run` → first heatmap (from the visit)",
                           fmt(row_cold(pw, args.cold_runs, args.row_timeout, arrive_after_s=6.0)), ""))
+        if "importance" in rows and left():
+            first, first_all, again, again_all = row_importance(pw, args.cold_runs, args.row_timeout, rng)
+            table.append(("first visit after `streamlit run`: pick \"Which heads matter\" → its map", fmt(first),
+                          "≤ 2 s"))
+            table.append(("… → the whole view (token attribution included: torch loads here)", fmt(first_all), ""))
+            table.append(("in that view, a new sentence of 24 tokens → its map", fmt(again), "≤ 1 s"))
+            table.append(("… → the whole view", fmt(again_all), ""))
         if rows & {"switch", "sentence", "train"} and left():
             browser = launch(pw)
             try:

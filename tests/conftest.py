@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import asyncio
+import json
 import threading
 from pathlib import Path
 
@@ -39,6 +40,17 @@ def run_async(coro):
     if "error" in box:
         raise box["error"]
     return box["value"]
+
+
+def figures(at: AppTest) -> list[dict]:
+    """The page's plotly figures as data (what plotly.js receives), whichever JSON engine wrote them: plotly uses
+    orjson when it is importable (non-ASCII as is, no spaces) and json otherwise (\\u escapes, spaces)."""
+    return [json.loads(chart.proto.spec) for chart in at.get("plotly_chart")]
+
+
+def figure_text(at: AppTest) -> str:
+    """Every figure's data as one canonical JSON text (compact, non-ASCII as is), to look for a label in."""
+    return " ".join(json.dumps(fig, ensure_ascii=False, separators=(",", ":")) for fig in figures(at))
 
 
 def assert_clean(at: AppTest) -> None:

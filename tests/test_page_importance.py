@@ -101,3 +101,25 @@ def test_steps_from_the_address(steps):
 def test_blank_text_b_is_no_pair():
     at = _run({"lang": "en", "pair": "   "})
     assert "No text B" in _markdown(at) and len(at.get("plotly_chart")) == 4
+
+
+def test_the_packaged_model_ablates_in_numpy_until_transformers_has_it(monkeypatch):
+    """A first visit's map does not wait for torch: numpy answers for short input while the transformers model is
+    not loaded (numbers equal: tests/pretrained/test_bert_numpy.py); long input and a loaded model go to torch."""
+    from app_pages._ui import importance as view
+    from app_pages._ui import models
+
+    monkeypatch.setitem(models._packaged, "transformers", None)
+    assert models.numpy_ablation("The cat sat on the mat.", "A dog lay on the rug.") is not None
+    assert models.numpy_ablation("word " * 600) is None  # over NumpyAblation.MAX_BYTES: chunked torch batches
+
+    def no_torch(name=""):
+        raise AssertionError("the map asked for the transformers model")
+
+    monkeypatch.setattr(models, "model", no_torch)
+    view.importance.clear()
+    r = view.importance("", "encoder", "A numpy-only sentence.", "", "", "self", "zero")
+    assert r.shape == (6, 12) and r.metric == "self_cosine" and np.isfinite(r.effect).all()
+    view.importance.clear()
+    monkeypatch.setitem(models._packaged, "transformers", object())
+    assert models.numpy_ablation("The cat sat on the mat.") is None

@@ -1,9 +1,8 @@
 """AppTest of the Language-model page: opens on the shipped induction story, every tab draws, training runs as a
 background job and its model replaces the shipped one, bad input shows an error; English and Chinese."""
-import json
 import pytest
 
-from tests.conftest import assert_clean, run_page, widget
+from tests.conftest import assert_clean, figure_text, figures, run_page, widget
 
 TIMEOUT = 240  # a first run loads torch and two checkpoints on a busy 2-core machine
 
@@ -13,10 +12,6 @@ pytestmark = pytest.mark.usefixtures("one_torch_thread")  # small models: one to
 
 def texts(elements) -> str:
     return " ".join(str(e.value) for e in elements)
-
-
-def charts(at) -> list[str]:
-    return [c.proto.spec for c in at.get("plotly_chart")]
 
 
 def open_lm(query: dict):
@@ -40,16 +35,16 @@ def test_opens_on_the_shipped_induction_story(lang, title, tab_labels):
     assert at.title[0].value == title
     assert [t.label for t in at.tabs] == tab_labels
     assert ("shipped with the app" if lang == "en" else "随应用附带") in texts(at.info)
-    specs = " ".join(charts(at))
-    assert len(charts(at)) == 6  # two curve panels, two score maps, two head patterns (your sequence: its own tab)
-    assert '"autorange":"reversed"' in specs
+    specs = figures(at)
+    assert len(specs) == 6  # two curve panels, two score maps, two head patterns (your sequence: its own tab)
+    assert any(fig["layout"].get("yaxis", {}).get("autorange") == "reversed" for fig in specs)
     assert not at.error
 
 
 def test_your_sequence_tab_draws_the_typed_tokens():
     at = open_lm({"lang": "en", "tab": "sequence", "seq": "5 9 2 7 5 9 2 7"})
     assert_clean(at)
-    specs = [json.loads(s) for s in charts(at)]
+    specs = figures(at)
     assert len(specs) == 3  # the two score maps of this sequence and one head's attention
     attention = specs[-1]
     assert attention["layout"]["xaxis"]["ticktext"] == [f"{i}:{tok}" for i, tok in enumerate("5 9 2 7 5 9 2 7".split())]
@@ -102,7 +97,7 @@ def test_generate_tab_draws_each_step(lang):
     assert len(at.code[0].value) == len("The cat ") + 12
     at.slider(key="language_model.gen_step").set_value(5).run()
     assert_clean(at)
-    assert ("step 5" if lang == "en" else "第 5 步") in " ".join(charts(at))
+    assert ("step 5" if lang == "en" else "第 5 步") in figure_text(at)
 
 
 def test_cache_tab_proves_the_cache_exact_for_every_variant():

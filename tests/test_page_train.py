@@ -1,7 +1,7 @@
 """AppTest of the Train page: opens with a shipped model, trains briefly, compares runs, shows errors, EN + ZH."""
 import pytest
 
-from tests.conftest import assert_clean, run_page, widget
+from tests.conftest import assert_clean, figure_text, figures, run_page, widget
 
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")  # small models: one torch thread
@@ -18,31 +18,27 @@ def finish_training(at, timeout: float = 120) -> None:
     at.run()
 
 
-def charts(at) -> list[str]:
-    return [c.proto.spec for c in at.get("plotly_chart")]
-
-
 def test_opens_with_the_shipped_model_and_only_the_open_tab_is_drawn_en():
     at = run_page("train", {"lang": "en"})
     assert_clean(at)
     assert "model shipped with the app" in texts(at.info)
     assert [t.label for t in at.tabs] == ["Train", "Decode", "Attention", "Snapshots", "Save / load",
                                           "Compare runs"]
-    assert len(charts(at)) == 2 and not at.code  # schedule + training curves of the Train tab, nothing of the others
+    assert len(figures(at)) == 2 and not at.code  # schedule + training curves of the Train tab, nothing of the others
     at = run_page("train", {"lang": "en", "tab": "decode"})
     assert at.code[0].value == "3 5 6 2 9 5 1 4 1 3"  # greedy output of the shipped reverse model
     assert "Correct" in texts(at.success)
-    assert len(charts(at)) == 2  # next-token bars + probability heatmap
+    assert len(figures(at)) == 2  # next-token bars + probability heatmap
     at = run_page("train", {"lang": "en", "tab": "snapshots"})
     assert_clean(at)
-    assert len(charts(at)) == 2  # snapshot maps + curves with the snapshot marker
+    assert len(figures(at)) == 2  # snapshot maps + curves with the snapshot marker
 
 
 def test_decoding_step_slider_and_attention_kind():
     at = run_page("train", {"lang": "en", "tab": "decode"})
     at.slider(key="train.step").set_value(3).run()
     assert_clean(at)
-    assert "Next-token probabilities at step 3" in " ".join(charts(at))
+    assert "Next-token probabilities at step 3" in figure_text(at)
     at = run_page("train", {"lang": "en", "tab": "attention"})
     widget(at, "radio", "train.kind").set_value("dec").run()
     assert_clean(at)

@@ -42,7 +42,12 @@ class Input:
 # ---------------------------------------------------------------- cached numbers
 @st.cache_data(show_spinner=False, max_entries=32)
 def importance(name: str, kind: str, text: str, pair: str, target: str, part: str, method: str) -> HeadImportance:
-    """All L x H ablations of one input (see viz_core.pretrained.ablation)."""
+    """All L x H ablations of one input (see viz_core.pretrained.ablation). The packaged model answers in numpy until
+    transformers has loaded it (the same numbers within 1e-6, tested), so a first visit does not wait for torch."""
+    numpy_ablation = models.numpy_ablation(text, pair) if not name else None
+    if numpy_ablation is not None:
+        with models.heavy():
+            return numpy_ablation.head_importance(text, pair or None, method=method)
     from viz_core.pretrained.ablation import head_importance  # torch: imported when this view is opened, not with the page
 
     loaded = models.model(name)
@@ -168,7 +173,8 @@ def _draw_attribution(inp: Input) -> None:
     st.subheader(t("importance.attr_header"))
     steps = ui.select_slider(t("importance.steps"), STEPS, "isteps", 32)
     try:
-        a = attribution(inp.name, inp.kind, inp.text, inp.pair, inp.target, steps)
+        with st.spinner(t("importance.computing")):  # the first time after a server start, torch loads here
+            a = attribution(inp.name, inp.kind, inp.text, inp.pair, inp.target, steps)
     except InputError as exc:
         ui.show_error(exc)
         return

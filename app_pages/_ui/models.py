@@ -1,8 +1,9 @@
 """Cached access to pretrained models, shared by every session (read-only: eval mode, inference only).
 
 The packaged model's attention comes from its numpy forward pass (viz_core.pretrained.bert_numpy): a page that only shows
-attention never imports torch or transformers (about 3 s of a cold start). The transformers model loads when a view
-needs the model itself (head importance, Q / K / V, position embeddings); from then on the numpy path reads that
+attention never imports torch or transformers (about 3 s of a cold start), and neither does the head-importance map
+of a short text until transformers has loaded the model (numpy_ablation). The transformers model loads when a view
+needs the model itself (token attribution, Q / K / V, position embeddings); from then on the numpy path reads that
 model's parameters, so the server holds one copy of the weights.
 """
 from __future__ import annotations
@@ -92,6 +93,19 @@ def _made(form: str, obj) -> None:
         hf, nb = _packaged["transformers"], _packaged["numpy"]
     if hf is not None and nb is not None:  # only the second of the two calls sees both
         nb.adopt({k: v.detach().numpy() for k, v in hf.model.state_dict().items()})
+
+
+def numpy_ablation(text: str, pair: str = "") -> bert_numpy.NumpyAblation | None:
+    """Head ablation of the packaged model in numpy, while transformers has not loaded it yet and the texts are
+    short enough (NumpyAblation.fits); None where the torch path should answer."""
+    if _packaged["transformers"] is not None:
+        return None
+    ablation = bert_numpy.NumpyAblation(numpy_default())
+    try:
+        sizes = [len(ablation.encode(x)) for x in (text, pair) if x.strip()]
+    except Exception:  # noqa: BLE001 - an input the tokenizer refuses: the torch path says what is wrong
+        return None
+    return ablation if sizes and all(ablation.fits(n) for n in sizes) else None
 
 
 def info(name: str = "") -> "bert_numpy.ModelInfo | pretrained.LoadedModel":

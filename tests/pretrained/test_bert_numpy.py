@@ -77,3 +77,51 @@ def test_the_page_cache_holds_the_packaged_weights_once():
     name = "encoder.layer.3.attention.self.query.weight"
     assert np.shares_memory(nb.w[name], dict(hf.model.named_parameters())[name].detach().numpy())
     assert page_models.loaded("")
+
+
+# ---------------------------------------------------------------- head ablation in numpy (issue #25)
+ABLATION_CASES = [
+    ("The cat sat on the mat.", "A dog lay on the rug."),    # pair: cosine of the two embeddings
+    ("The cat sat on the mat because it was tired.", None),  # one text: the turn of its own embedding
+    ("猫坐在垫子上。", "The cat sits on the mat."),              # [UNK]s and a pair of different lengths
+]
+
+
+@pytest.mark.parametrize("method", ["zero", "mean"])
+@pytest.mark.parametrize("text, pair", ABLATION_CASES)
+def test_numpy_ablation_equals_the_torch_ablation(models, text, pair, method):
+    """The same growing batch and the same f as viz_core.pretrained.ablation.head_importance, in numpy."""
+    from viz_core.pretrained.ablation import head_importance
+
+    nb, hf = models
+    got = bert_numpy.NumpyAblation(nb).head_importance(text, pair, method=method)
+    ref = head_importance(hf, text, pair, method=method)
+    assert (got.metric, got.method, got.part, got.shape) == (ref.metric, ref.method, ref.part, (6, 12))
+    assert got.effect.dtype == np.float32 and np.abs(ref.effect).max() > 1e-3  # the reference moves: a real check
+    np.testing.assert_allclose(got.baseline, ref.baseline, atol=1e-6)
+    np.testing.assert_allclose(got.ablated, ref.ablated, atol=2e-6, rtol=0)
+    np.testing.assert_allclose(got.effect, got.ablated - np.float32(got.baseline), atol=1e-7)
+
+
+def test_numpy_ablation_by_hand_for_one_head(models):
+    """Zero-ablating head (2, 5) equals running the numpy model with that head's output set to zero by hand."""
+    nb = models[0]
+    ab = bert_numpy.NumpyAblation(nb)
+    ids = ab.encode("The cat sat on the mat.")
+    pooled = ab.pooled(ids, "zero")                          # (1 + 72, d)
+    original = nb.w["encoder.layer.2.attention.output.dense.weight"]
+    edited = original.copy()
+    edited[:, 5 * 32:6 * 32] = 0.0                           # W_O's columns that read head 5: its output times 0
+    by_hand = bert_numpy.NumpyAblation(bert_numpy.load_default())
+    by_hand.bert.w = {**nb.w, "encoder.layer.2.attention.output.dense.weight": edited}
+    np.testing.assert_allclose(pooled[1 + 2 * 12 + 5], by_hand.pooled(ids, "zero")[0], atol=2e-6)
+    np.testing.assert_allclose(pooled[0], ab.pooled(ids, "zero")[0], atol=0)  # the intact row is intact
+
+
+def test_numpy_ablation_refuses_what_it_cannot_do(models):
+    ab = bert_numpy.NumpyAblation(models[0])
+    assert ab.fits(24) and ab.fits(128) and not ab.fits(512)  # long input: the torch path, in chunks
+    with pytest.raises(InputError):
+        ab.head_importance("   ")
+    with pytest.raises(InputError):
+        ab.head_importance("a text", method="halve")

@@ -28,6 +28,7 @@ import torch
 from ..errors import InputError
 from ..hooks import thread_hooks
 from .load import LoadedModel, _decoder_inputs, _encode, clean_text
+from .result import HeadImportance  # noqa: F401 - torch-free (bert_numpy makes it too); its old home is here
 from .token_text import token_labels
 
 METHODS = ("zero", "mean")
@@ -47,23 +48,6 @@ _PROJECTIONS = (
     ("decoder", r"^decoder\.layers\.(\d+)\.self_attn\.out_proj$"),
     ("cross", r"^decoder\.layers\.(\d+)\.encoder_attn\.out_proj$"),
 )
-
-
-@dataclass
-class HeadImportance:
-    """Effect of knocking out each head: effect[l, h] = ablated[l, h] - baseline (signed, same unit as the metric)."""
-    effect: np.ndarray          # float32 (L, H)
-    ablated: np.ndarray         # float32 (L, H): the metric with head (l, h) knocked out
-    baseline: float             # the metric of the intact model
-    metric: str                 # "pair_cosine", "self_cosine", "next_logprob" or "target_logprob"
-    method: str                 # "zero" or "mean"
-    part: str                   # which attention the heads belong to: "self", "encoder", "decoder" or "cross"
-    target_token: str = ""      # the scored next token (decoder-only models)
-    target_id: int = -1
-
-    @property
-    def shape(self) -> tuple[int, int]:
-        return self.effect.shape
 
 
 @dataclass

@@ -56,6 +56,23 @@ class AttentionResult:
         return self.cross_weights, self.decoder_tokens, self.tokens, self.decoder_special, self.special
 
 
+@dataclass
+class HeadImportance:
+    """Effect of knocking out each head: effect[l, h] = ablated[l, h] - baseline (signed, same unit as the metric)."""
+    effect: np.ndarray          # float32 (L, H)
+    ablated: np.ndarray         # float32 (L, H): the metric with head (l, h) knocked out
+    baseline: float             # the metric of the intact model
+    metric: str                 # "pair_cosine", "self_cosine", "next_logprob" or "target_logprob"
+    method: str                 # "zero" or "mean"
+    part: str                   # which attention the heads belong to: "self", "encoder", "decoder" or "cross"
+    target_token: str = ""      # the scored next token (decoder-only models)
+    target_id: int = -1
+
+    @property
+    def shape(self) -> tuple[int, int]:
+        return self.effect.shape
+
+
 # ---------------------------------------------------------------- input checks
 def clean_text(text: str | None, what: str = "text") -> str:
     """Normalise user text (NFC, control characters removed, length bounded); empty text is an InputError.
