@@ -91,6 +91,17 @@ def _norm_stats(res: dict) -> None:
     st.caption(t("anatomy.stats_caption"))
 
 
+def _std_variant(d_model: int) -> None:
+    """The notes' LayerNorm (unbiased std, epsilon added to the std) against torch's, as epsilon grows."""
+    _formulas(r"\gamma\odot\frac{x-\mu}{s+\epsilon}+\beta",
+              r"s=\sqrt{\tfrac{1}{D-1}\textstyle\sum_j(x_j-\mu)^2}=\sigma\sqrt{\tfrac{D}{D-1}}")
+    curve = cached.eps_curve(d_model)
+    ui.plot(figures.eps_figure(curve, names={"layer": "LayerNorm (torch)", "std_variant": t("anatomy.std_variant")},
+                             title=t("anatomy.eps_title", d=d_model), x_title=t("anatomy.eps_x"),
+                             y_title=t("anatomy.eps_y")), key="eps_fig")
+    st.caption(t("anatomy.eps_caption"))
+
+
 def section_norms() -> None:
     st.markdown(t("anatomy.norms_intro"))
     _formulas(r"\text{LN}(x)=\gamma\odot\frac{x-\mu}{\sqrt{\sigma^2+\epsilon}}+\beta",
@@ -105,15 +116,14 @@ def section_norms() -> None:
         return
     _norm_grids(res, p)
     _norm_checks(res, p)
-    _norm_stats(res)
-    st.subheader(t("anatomy.std_title"))
-    _formulas(r"\gamma\odot\frac{x-\mu}{s+\epsilon}+\beta",
-              r"s=\sqrt{\tfrac{1}{D-1}\textstyle\sum_j(x_j-\mu)^2}=\sigma\sqrt{\tfrac{D}{D-1}}")
-    curve = cached.eps_curve(p["d_model"])
-    ui.plot(figures.eps_figure(curve, names={"layer": "LayerNorm (torch)", "std_variant": t("anatomy.std_variant")},
-                             title=t("anatomy.eps_title", d=p["d_model"]), x_title=t("anatomy.eps_x"),
-                             y_title=t("anatomy.eps_y")), key="eps_fig")
-    st.caption(t("anatomy.eps_caption"))
+    opened, box = ui.fold(t("anatomy.stats_fold"), "nstats")  # drawn only while open (issue #25)
+    if opened:
+        with box:
+            _norm_stats(res)
+    opened, box = ui.fold(t("anatomy.std_title"), "nstd")
+    if opened:
+        with box:
+            _std_variant(p["d_model"])
     ui.download(t("anatomy.download_npz"), export.npz_bytes(x=res["x"], valid=res["valid"], **res["out"]),
                 "norms.npz", "application/octet-stream", key="dl_norms")
 

@@ -169,7 +169,7 @@ def score_definition() -> None:
 
 def sequence_tab() -> None:
     """The induction model of the first tab on a sequence the person types (its own tab: the story above already
-    draws six charts, and every chart costs the browser time)."""
+    draws four charts, and every chart costs the browser time)."""
     lm, _ = cached.training.current("induction")
     if lm is None:
         st.warning(t("lm.no_model"))
@@ -188,8 +188,11 @@ def story(lm) -> None:
     snap = snaps[i]
     st.caption(t("lm.snap_at", step=snap.step, prev=f"{snap.prev.max():.2f}", ind=f"{snap.induction.max():.2f}"))
     phase_figures(lm.history, "story", marker_x=snap.step, task="induction")
-    score_maps(snap.prev, snap.induction, "lm.maps")
     head_patterns(lm, snap)
+    opened, box = ui.fold(t("lm.maps_fold"), "maps")  # drawn only while open: every chart costs a page switch
+    if opened:
+        with box:
+            score_maps(snap.prev, snap.induction, "lm.maps")
     downloads(lm)
 
 

@@ -74,10 +74,33 @@ def _step_options():
 
 
 def _worked_source(scale, causal, p, seed):
+    """The notes' matrices, edited in a section that opens (four data grids cost a page switch ~0.25 s: drawn only
+    while open); closed, the matrices are read from their stored cells."""
     st.caption(ui.t("mechanics.worked_intro"))
+    opened, box = ui.fold(ui.t("mechanics.edit_inputs"), "edit")
+    mats = {}
+    if opened:
+        with box:
+            mats = _matrix_editors()
+    else:
+        for param, name, default in MATRICES:
+            try:
+                cells = mech.split_matrix(ui.value(param, mech.format_matrix(default)), default.shape)
+                mats[param] = mech.parse_cells(cells, name)
+            except InputError as exc:
+                ui.show_error(exc)
+                st.caption(ui.t("mechanics.edit_to_fix"))
+    if len(mats) < 4:
+        return None
+    return cached.worked_steps(mats["x"], mats["wq"], mats["wk"], mats["wv"], tuple(mech.WORKED_TOKENS), scale,
+                               causal, p, seed)
+
+
+def _matrix_editors() -> dict[str, np.ndarray]:
+    """X on its own row, then W_q, W_k, W_v side by side, each a data grid; a reset button. {param: matrix}."""
     tokens = [f"{t} ({i})" for t, i in zip(mech.WORKED_TOKENS, mech.WORKED_IDS)]
     dims = [f"d{i}" for i in range(4)]
-    cols = [st.container()] + st.columns([1, 1, 2])  # X on its own row, then W_q, W_k, W_v side by side
+    cols = [st.container()] + st.columns([1, 1, 2])
     mats = {}
     for col, (param, name, default) in zip(cols, MATRICES):
         with col:
@@ -86,10 +109,7 @@ def _worked_source(scale, causal, p, seed):
             except InputError as exc:
                 ui.show_error(exc)
     st.button(ui.t("mechanics.reset_matrices"), on_click=_reset_matrices, key="mechanics.reset")
-    if len(mats) < 4:
-        return None
-    return cached.worked_steps(mats["x"], mats["wq"], mats["wk"], mats["wv"], tuple(mech.WORKED_TOKENS), scale,
-                               causal, p, seed)
+    return mats
 
 
 def _random_source(scale, causal, p, seed):
@@ -119,8 +139,9 @@ def _real_source(scale, causal, p, seed):
     return steps
 
 
-def _stage_figures(s: mech.AttentionSteps) -> list:
-    """Every stage as a labelled matrix: X, W, Q, K, V, QK^T, scaled, masked, softmax, dropout, output."""
+def _stage_figures(s: mech.AttentionSteps, inputs: bool = False) -> list:
+    """Every stage as a labelled matrix: Q, K, V, QK^T, scaled, masked (if a mask), softmax, dropout, output; or,
+    with inputs=True, the inputs X, W_q, W_k, W_v."""
     tok, fdim = s.tokens, ui.t("mechanics.ax_feature")
     q_ax, k_ax, tok_ax = ui.t("mechanics.ax_query"), ui.t("mechanics.ax_key"), ui.t("mechanics.ax_token")
     val = ui.t("mechanics.ax_value")
@@ -128,19 +149,17 @@ def _stage_figures(s: mech.AttentionSteps) -> list:
     def mat(z, title, rows=None, cols=None, x=fdim, y=tok_ax, **kw):
         return figures.stage_matrix(z, title, rows=rows, cols=cols, x_title=x, y_title=y, value_name=val, **kw)
 
-    out = []
-    if s.x is not None:
-        out.append(mat(s.x, ui.t("mechanics.st_x"), tok))
-        for name in ("q", "k", "v"):
-            out.append(mat(s.w[name], f"W_{name}", y="d_model", x=f"d_{'v' if name == 'v' else 'k'}"))
-    out += [mat(s.q, ui.t("mechanics.st_q"), tok, x="d_k"), mat(s.k, ui.t("mechanics.st_k"), tok, x="d_k"),
-            mat(s.v, ui.t("mechanics.st_v"), tok, x="d_v")]
+    if inputs:  # X and the projections (the worked example shows them in its editors instead)
+        return [mat(s.x, ui.t("mechanics.st_x"), tok)] + [
+            mat(s.w[name], f"W_{name}", y="d_model", x=f"d_{'v' if name == 'v' else 'k'}") for name in ("q", "k", "v")]
+    out = [mat(s.q, ui.t("mechanics.st_q"), tok, x="d_k"), mat(s.k, ui.t("mechanics.st_k"), tok, x="d_k"),
+           mat(s.v, ui.t("mechanics.st_v"), tok, x="d_v")]
     kw = dict(rows=tok, cols=tok, x=k_ax, y=q_ax)
     out.append(mat(s.scores, "Q Kᵀ", **kw))
     out.append(mat(s.scaled, ui.t("mechanics.st_scaled", d=f"{s.divisor:.3g}") if s.divisor != 1
                    else ui.t("mechanics.st_unscaled"), **kw))
-    out.append(mat(s.masked, ui.t("mechanics.st_masked") if s.mask is not None else ui.t("mechanics.st_nomask"),
-                   mask=s.mask, **kw))
+    if s.mask is not None:  # without a mask, + M adds 0: that stage would repeat the one before (a caption says so)
+        out.append(mat(s.masked, ui.t("mechanics.st_masked"), mask=s.mask, **kw))
     out.append(mat(s.weights, ui.t("mechanics.st_softmax"), prob=True, mask=s.mask, **kw))
     if s.dropped is not None:
         top = float(s.dropped.max()) if s.dropped.size else 1.0
@@ -188,7 +207,15 @@ def section_steps():
         ui.show_error(exc)
         steps = None
     if steps is not None:  # three figures a row while matrices are small; two from 7 tokens on, so labels fit
-        _grid(_stage_figures(steps), n_cols=3 if len(steps.tokens) <= 6 else 2, prefix="stage")
+        n_cols = 3 if len(steps.tokens) <= 6 else 2
+        if source == "random":  # X and the projections, in a section that opens (drawn only while open)
+            opened, box = ui.fold(ui.t("mechanics.show_inputs"), "inputs")
+            if opened:
+                with box:
+                    _grid(_stage_figures(steps, inputs=True), n_cols=n_cols, prefix="input")
+        _grid(_stage_figures(steps), n_cols=n_cols, prefix="stage")
+        if steps.mask is None:
+            st.caption(ui.t("mechanics.no_mask_stage"))
         sums = ", ".join(f"{x:.3f}" for x in steps.weights.sum(-1))
         st.caption(ui.t("mechanics.row_sums", sums=sums))
         if steps.dropped is not None:

@@ -1,6 +1,6 @@
 """AppTest for the Anatomy page: every section in English and Chinese, widgets driven, real content checked, and bad
 input shown as an error element instead of an exception."""
-from tests.conftest import assert_clean, run_page, widget
+from tests.conftest import assert_clean, figure_text, figures, run_page, widget
 
 
 def _text(at) -> str:
@@ -18,7 +18,10 @@ def test_norms_en_matches_torch_and_reports_std_gap():
     at = run_page("anatomy", {"lang": "en"})
     assert_clean(at)
     assert at.title[0].value == "Anatomy of a Transformer block"
-    assert len(at.get("plotly_chart")) == 6
+    assert len(at.get("plotly_chart")) == 4  # the four grids; two more parts open on demand (issue #25)
+    assert [e.label for e in at.expander] == [
+        "Mean and spread of every token and every feature, before and after each norm",
+        "The notes' LayerNorm: unbiased std, ε added to the std"]
     assert float(_metric(at, "ours vs nn.LayerNorm")) < 1e-10
     assert float(_metric(at, "BatchNorm shift from pads")) > 0
     at.slider(key="anatomy.nd").set_value(4).run()
@@ -30,6 +33,14 @@ def test_norms_en_matches_torch_and_reports_std_gap():
     at.slider(key="anatomy.nn").set_value(1).run()
     assert_clean(at)
     assert any("collapses to β" in w.value for w in at.warning)
+
+
+def test_norms_parts_that_open_hold_in_the_address():
+    at = run_page("anatomy", {"lang": "zh", "nstats": "1", "nstd": "1"})
+    assert_clean(at)
+    assert len(figures(at)) == 6  # + the statistics panels, + the ε curve
+    assert "笔记变体" in figure_text(at)  # the ε curve of the notes' variant
+    assert at.query_params["nstats"] in ("1", ["1"]) and at.query_params["nstd"] in ("1", ["1"])
 
 
 def test_placement_zh():

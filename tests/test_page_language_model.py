@@ -36,7 +36,12 @@ def test_opens_on_the_shipped_induction_story(lang, title, tab_labels):
     assert [t.label for t in at.tabs] == tab_labels
     assert ("shipped with the app" if lang == "en" else "随应用附带") in texts(at.info)
     specs = figures(at)
-    assert len(specs) == 6  # two curve panels, two score maps, two head patterns (your sequence: its own tab)
+    assert len(specs) == 4  # two curve panels, two head patterns (your sequence: its own tab; the score maps open)
+    assert [e.label for e in at.expander][-1] == (
+        "Every head's previous-token and induction score at this step (layer × head maps)" if lang == "en"
+        else "这一步每个头的前一词元分数与归纳分数（层 × 头热力图）")
+    opened = open_lm({"lang": lang, "maps": "1"})
+    assert len(figures(opened)) == 6 and sum("colorscale" in d for f in figures(opened) for d in f["data"]) >= 4
     assert any(fig["layout"].get("yaxis", {}).get("autorange") == "reversed" for fig in specs)
     assert not at.error
 

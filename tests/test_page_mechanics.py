@@ -37,7 +37,10 @@ def test_steps_worked_example_en():
     assert_clean(at)
     titles = _titles(at)
     assert "Q = X W_q  (3 × 2)" in titles and "softmax, each row sums to 1  (3 × 3)" in titles
-    assert any(t.startswith("Q Kᵀ / √d_k") for t in titles) and len(titles) == 12
+    # Q, K, V, QK^T, scaled, softmax, output: no "+ mask" stage without a mask, and the inputs X, W_q, W_k, W_v
+    # sit in their editors, in a section drawn only while open (issue #25)
+    assert any(t.startswith("Q Kᵀ / √d_k") for t in titles) and len(titles) == 7
+    assert "No mask is on" in _text(at) and not at.dataframe
     weights = _z(next(f for f in _figures(at) if f["layout"]["title"]["text"].startswith("softmax")))
     np.testing.assert_allclose(weights[0], [0.804, 0.101, 0.095], atol=6e-4)  # the study notes' numbers
     assert "1.000, 1.000, 1.000" in _text(at)
@@ -51,6 +54,25 @@ def test_steps_worked_example_en():
     assert at.query_params["causal"] == ["1"] or at.query_params["causal"] == "1"
     table = at.table[-1].value  # the batched-shapes walkthrough (a static table: its notes wrap)
     assert "(2, 2, 5, 4)" in table.iloc[:, 1].tolist()
+
+
+def test_the_inputs_open_in_their_own_section():
+    """Closed (the default), the worked example reads its matrices from their stored cells: an edit in the address
+    moves every stage. Open, the four editors and the reset button are drawn; closing draws them no more."""
+    at = run_page("mechanics", {"lang": "en", "x": "1,0,0,0;0,1,0,0;0,0,1,0"})
+    assert_clean(at)
+    figs = {f["layout"]["title"]["text"].split("  (")[0]: f for f in _figures(at)}
+    np.testing.assert_allclose(_z(figs["V = X W_v"]), np.eye(3, 4), atol=1e-9)  # W_v = I: V = X, the edited one
+    assert not [b for b in at.button if b.key == "mechanics.reset"]
+    at = run_page("mechanics", {"lang": "zh", "edit": "1"})
+    assert_clean(at)
+    assert [b for b in at.button if b.key == "mechanics.reset"] and len(at.expander) == 1
+    assert len(at.dataframe) == 4  # the four editors
+    assert "查看并修改 X、W_q、W_k、W_v" == at.expander[0].label
+    at = run_page("mechanics", {"lang": "en", "src": "random", "inputs": "1"})
+    assert_clean(at)
+    titles = _titles(at)
+    assert titles[0].startswith("X (embeddings)") and "W_q  (8 × 4)" in titles and len(titles) == 11
 
 
 def test_steps_random_and_shapes_zh():

@@ -58,7 +58,7 @@ def test_short_training_run_zh():
     # accuracy at the last evaluation and the rule that decides, as a note (not "success")
     assert "用完了时间预算" in texts(at.info) and "最差的输入长度" in texts(at.info) and "连续 2 次" in texts(at.info)
     assert "第 2 步" not in texts(at.success)
-    table = at.dataframe[0].value  # the accuracy of the trained model at every input length (1 and 2 digits)
+    table = at.table[0].value  # the accuracy of the trained model at every input length (1 and 2 digits)
     assert list(table.columns) == ["1", "2"] and "在第" in texts(at.caption)
     assert at.button(key="train.stop").disabled  # no job left running
 
@@ -118,12 +118,12 @@ def test_malformed_input_is_refused_with_a_message(lang, task, text, words):
 def test_the_shipped_model_shows_its_accuracy_at_every_input_length():
     at = run_page("train", {"lang": "en", "task": "sort"})
     assert_clean(at)
-    table = at.dataframe[0].value
+    table = at.table[0].value
     assert list(table.columns) == [str(n) for n in range(3, 11)]
     assert all(float(v) >= 99.0 for v in table.iloc[0])  # the re-shipped sort model: >= 99 % at every length
     assert "1000 inputs per length" in texts(at.caption) and "Worst length" in texts(at.caption)
     at = run_page("train", {"lang": "zh", "task": "addition"})
-    assert list(at.dataframe[0].value.columns) == ["1", "2"] and "较长那个的位数" in texts(at.caption)
+    assert list(at.table[0].value.columns) == ["1", "2"] and "较长那个的位数" in texts(at.caption)
 
 
 def _details(**kw) -> dict:
@@ -173,7 +173,7 @@ def test_a_model_stopped_before_its_first_evaluation_says_so_instead_of_a_questi
     at.run()
     assert_clean(at)
     assert "Showing your model" in texts(at.info) and "?" not in texts(at.info)
-    assert "stopped before the first evaluation" in texts(at.caption) and not at.dataframe
+    assert "stopped before the first evaluation" in texts(at.caption) and not at.table
 
 
 # ---------------------------------------------------------------- the student's own input

@@ -309,3 +309,19 @@ def test_unscaled_large_dk_starts_saturated_and_learns_later():
 def test_experiment_bad_config(field, value):
     with pytest.raises(InputError):
         scaling.train_experiment(scaling.ExperimentConfig(**{field: value}))
+
+
+def test_histogram_bars_are_numpys_density_binned_on_the_server():
+    """The histogram arrives as `bins` bars (np.histogram, density=True), never as the raw samples (issue #25)."""
+    from viz_core.plots import scaling as plots
+
+    values = np.random.default_rng(0).normal(0, 3, 10_000)
+    fig = plots.histogram(values, name="q·k", colour="#123456", x_title="q·k", y_title="density", title="t",
+                          theory_variance=9.0, bins=60)
+    bars = fig.data[0]
+    density, edges = np.histogram(values, bins=60, density=True)
+    assert bars.type == "bar" and len(bars.y) == 60
+    np.testing.assert_allclose(bars.y, density)
+    np.testing.assert_allclose(bars.x, (edges[:-1] + edges[1:]) / 2)
+    assert abs(float(np.sum(np.asarray(bars.y) * np.asarray(bars.width))) - 1.0) < 1e-9  # areas sum to 1
+    assert len(fig.to_json()) < 20_000  # 60 bars and the theory curve, not 10,000 samples

@@ -30,13 +30,32 @@ def test_section_renders(open_page, section, lang, width, dark):
 
 def test_worked_example_values_and_bad_cell(open_page):
     page = open_page("/mechanics?lang=en&section=steps")
-    assert _plots(page) >= 12  # X, W_q, W_k, W_v, Q, K, V, QK^T, scaled, mask, softmax, output
+    assert _plots(page) == 7  # Q, K, V, QK^T, scaled, softmax, output (the inputs: in a section that opens)
     assert "1.000, 1.000, 1.000" in page.locator("[data-testid='stMain']").inner_text()
+    assert page.locator("[data-testid='stDataFrame']").count() == 0  # no editor drawn while the section is closed
+    page.get_by_text("See and edit X, W_q, W_k, W_v", exact=True).click()  # a person opens it
+    page.wait_for_function("() => document.querySelectorAll(\"[data-testid='stDataFrame']\").length === 4")
+    wait_done(page)
+    assert "edit=1" in page.url and _plots(page) == 7
+    assert_no_exception(page)
+    page.reload(wait_until="domcontentloaded")  # the address reopens it
+    page.wait_for_function("() => document.querySelectorAll(\"[data-testid='stDataFrame']\").length === 4")
+    wait_done(page)
+    page.go_back()  # one history entry: Back closes it again
+    page.wait_for_function("() => !location.search.includes('edit=1') && "
+                           "document.querySelectorAll(\"[data-testid='stDataFrame']\").length === 0")
+    wait_done(page)
+    assert _plots(page) == 7 and "1.000, 1.000, 1.000" in page.locator("[data-testid='stMain']").inner_text()
+    assert_no_exception(page)
     bad = open_page("/mechanics?lang=zh&section=steps&wk=0.1,0.3;x,0.4;0.5,0.7;0.1,0.2")
     assert_no_exception(bad)
-    assert "不是数字" in bad.locator("[data-testid='stMain']").inner_text()
+    main = bad.locator("[data-testid='stMain']").inner_text()
+    assert "不是数字" in main and "展开“查看并修改 X、W_q、W_k、W_v”来修正这个单元格" in main
     assert bad.locator("[data-testid='stPlotlyChart']").count() == 0  # nothing drawn from a bad matrix
-    bad.wait_for_timeout(2000)  # let the data editors finish drawing before the screenshot
+    bad.get_by_text("查看并修改 X、W_q、W_k、W_v", exact=True).click()
+    bad.wait_for_function("() => document.querySelectorAll(\"[data-testid='stDataFrame']\").length === 4")
+    wait_done(bad)
+    assert "不是数字" in bad.locator("[data-testid='stMain']").inner_text()  # the editor names the same cell
     screenshot(bad, "mechanics-bad-cell-zh")
 
 
@@ -49,7 +68,7 @@ def test_nan_row_demo_and_real_model(open_page):
     real = open_page("/mechanics?lang=en&section=steps&src=real&rlayer=3&rhead=5", timeout_ms=240_000)
     assert_no_exception(real)
     assert "layer 3, head 5" in real.locator("[data-testid='stMain']").inner_text()
-    assert _plots(real) >= 8
+    assert _plots(real) == 7  # Q, K, V, QK^T, scaled, softmax, output of that head (no mask: no "+ M" stage)
     screenshot(real, "mechanics-real-en")
 
 

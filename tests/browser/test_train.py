@@ -49,16 +49,12 @@ def wait_step_beyond(page, step: int, timeout_s: float = 60) -> int:
 
 
 def by_length_table(page) -> dict[str, str]:
-    """The "accuracy by input length" table as {length: exact %} (the grid's accessible cells)."""
-    page.wait_for_function(  # the grid draws its accessible cells after the script run: wait for a full row
-        """() => { const g = document.querySelector("[data-testid='stDataFrame']");
-                   if (!g) return false;
-                   const heads = g.querySelectorAll("[role='columnheader']").length;
-                   return heads > 1 && g.querySelectorAll("[role='gridcell']").length === heads; }""", timeout=30_000)
-    grid = page.locator("[data-testid='stDataFrame']").first
-    heads = [c.inner_text() for c in grid.locator("[role='columnheader']").all()]
-    cells = [c.inner_text() for c in grid.locator("[role='gridcell']").all()]
-    return dict(zip(heads[1:], cells[1:]))
+    """The "accuracy by input length" table as {length: exact %} (a static table: header row, one row of values)."""
+    table = page.locator("[data-testid='stTable'] table").first
+    table.wait_for(timeout=30_000)
+    heads = [c.inner_text().strip() for c in table.locator("thead th").all()]
+    cells = [c.inner_text().strip() for c in table.locator("tbody tr").first.locator("td").all()]
+    return dict(zip(heads[-len(cells):], cells))
 
 
 def shown_output(page) -> str:

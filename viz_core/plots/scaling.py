@@ -24,6 +24,18 @@ def _layout(fig: go.Figure, title: str, height: int = 360, legend_below: float |
     return fig
 
 
+def density_bars(values: np.ndarray, bins: int, *, name: str, colour: str, x_title: str, y_title: str) -> go.Bar:
+    """The histogram as bars binned here (np.histogram, density=True: the bar areas sum to 1): the browser gets
+    `bins` heights instead of every sample (10,000 samples were 107 KB of JSON per chart and binned in the browser)."""
+    density, edges = np.histogram(values, bins=max(int(bins), 1), density=True) if values.size else (np.zeros(0),
+                                                                                                  np.zeros(1))
+    centres, widths = (edges[:-1] + edges[1:]) / 2, np.diff(edges)
+    ranges = [f"[{lo:.3g}, {hi:.3g})" for lo, hi in zip(edges[:-1], edges[1:])]
+    return go.Bar(x=centres, y=density, width=widths, name=name, marker=dict(color=colour, line=dict(width=0)),
+                  opacity=0.75, customdata=ranges,
+                  hovertemplate=f"{x_title}: %{{customdata}}<br>{y_title}: %{{y:.4g}}<extra></extra>")
+
+
 def histogram(values: np.ndarray, *, name: str, colour: str, x_title: str, y_title: str, title: str,
               theory_variance: float | None = None, theory_name: str = "", bins: int = 60,
               x_range: float | None = None) -> go.Figure:
@@ -32,9 +44,8 @@ def histogram(values: np.ndarray, *, name: str, colour: str, x_title: str, y_tit
     x_range: a fixed x axis [-x_range, x_range] (the same for every d_k and for both histograms of a pair, so a
     wider distribution looks wider); None fits the axis to the data."""
     values = np.asarray(values, dtype=float).ravel()
-    fig = go.Figure(go.Histogram(x=values, nbinsx=bins, histnorm="probability density", name=name,
-                                 marker_color=colour, opacity=0.75,
-                                 hovertemplate=f"{x_title}: %{{x}}<br>{y_title}: %{{y:.4g}}<extra></extra>"))
+    fig = go.Figure(density_bars(values, bins, name=name, colour=colour, x_title=x_title, y_title=y_title))
+    fig.update_layout(bargap=0)
     if theory_variance is not None and values.size:
         half = max(np.abs(values).max(), 4 * np.sqrt(theory_variance), x_range or 0.0)
         x = np.linspace(-half, half, 1201 if x_range else 301)  # fine enough for a narrow curve on a wide axis
