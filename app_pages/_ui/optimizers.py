@@ -19,7 +19,8 @@ def race(cfg: opt.RaceConfig) -> opt.RaceResult:
 
 @st.cache_data(max_entries=16, show_spinner=False)
 def grid(surface_key: str, n: int = 300) -> surfaces.SurfaceGrid:
-    """The surface sampled on n x n points (300 for the picture, 41 for the hover / click points)."""
+    """The surface sampled on n x n points (300 for the picture, 31 for the hover / click points: each is an SVG
+    element the browser lays out on every page switch, 961 instead of 1681 since issue #25)."""
     return surfaces.surface_grid(surfaces.get_surface(surface_key), n)
 
 
@@ -32,7 +33,7 @@ def race_figure(cfg: opt.RaceConfig, names: dict, labels: dict):
     """
     result, surface = race(cfg), surfaces.get_surface(cfg.surface)
     fit = (np.array(surfaces.LINE_X), np.array(surfaces.LINE_Y)) if cfg.surface == "line_fit" else None
-    return plots.race_figure(grid(cfg.surface), grid(cfg.surface, 41), result.trajectories, names, labels,
+    return plots.race_figure(grid(cfg.surface), grid(cfg.surface, 31), result.trajectories, names, labels,
                              x_range=surface.x_range,
                              y_range=surface.y_range, minima=surface.minima, start=cfg.start,
                              log_levels=surface.log_contours, fit=fit)
