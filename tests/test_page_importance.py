@@ -110,8 +110,9 @@ def test_the_packaged_model_ablates_in_numpy_until_transformers_has_it(monkeypat
     from app_pages._ui import models
 
     monkeypatch.setitem(models._packaged, "transformers", None)
-    assert models.numpy_ablation("The cat sat on the mat.", "A dog lay on the rug.") is not None
-    assert models.numpy_ablation("word " * 600) is None  # over NumpyAblation.MAX_BYTES: chunked torch batches
+    ablation = models.numpy_ablation()
+    assert ablation is not None
+    assert ablation.head_importance("word " * 600) is None  # over NumpyAblation.MAX_BYTES: chunked torch batches
 
     def no_torch(name=""):
         raise AssertionError("the map asked for the transformers model")
@@ -122,4 +123,4 @@ def test_the_packaged_model_ablates_in_numpy_until_transformers_has_it(monkeypat
     assert r.shape == (6, 12) and r.metric == "self_cosine" and np.isfinite(r.effect).all()
     view.importance.clear()
     monkeypatch.setitem(models._packaged, "transformers", object())
-    assert models.numpy_ablation("The cat sat on the mat.") is None
+    assert models.numpy_ablation() is None

@@ -150,13 +150,18 @@ def tabs(options: Sequence, param: str, format_func: Callable, default: Any = No
     return chosen, dict(zip(options, containers))
 
 
+def _parse_bool(raw: str) -> bool:
+    """An address's 1 / 0 (or true / false) as a bool."""
+    return raw in ("1", "true", "True")
+
+
 def fold(label: str, param: str, default: bool = False):
     """A section that opens and closes (st.expander) and is drawn only while open: returns (open, container).
 
     Opening or closing it reruns the page, and the page draws the contents only when open, so a closed section costs
     the browser nothing on a page switch (issue #25: every chart drawn costs about 40 ms there). Its state holds like
     any control's (the address says 1 / 0)."""
-    key = state.bind(param, default, lambda raw: raw in ("1", "true", "True"), lambda v: isinstance(v, bool))
+    key = state.bind(param, default, _parse_bool, lambda v: isinstance(v, bool))
     box = st.expander(label, key=key, on_change="rerun")
     opened = bool(box.open)
     state.commit(param, opened, default)
@@ -203,7 +208,7 @@ def number(label: str, min_value, max_value, param: str, default, step=None, con
 
 def checkbox(label: str, param: str, default: bool = False, container=st, toggle: bool = False, **kw) -> bool:
     """st.checkbox (or st.toggle) whose value holds; the address says 1/0."""
-    key = state.bind(param, default, lambda raw: raw in ("1", "true", "True"), lambda v: isinstance(v, bool))
+    key = state.bind(param, default, _parse_bool, lambda v: isinstance(v, bool))
     widget = container.toggle if toggle else container.checkbox
     value = widget(label, key=key, **kw)
     state.commit(param, value, default)

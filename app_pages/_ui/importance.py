@@ -43,11 +43,14 @@ class Input:
 @st.cache_data(show_spinner=False, max_entries=32)
 def importance(name: str, kind: str, text: str, pair: str, target: str, part: str, method: str) -> HeadImportance:
     """All L x H ablations of one input (see viz_core.pretrained.ablation). The packaged model answers in numpy until
-    transformers has loaded it (the same numbers within 1e-6, tested), so a first visit does not wait for torch."""
-    numpy_ablation = models.numpy_ablation(text, pair) if not name else None
+    transformers has loaded it (the same numbers within 2e-6, tested), so a first visit does not wait for torch;
+    input too long for its one batch goes to torch."""
+    numpy_ablation = models.numpy_ablation() if not name else None
     if numpy_ablation is not None:
         with models.heavy():
-            return numpy_ablation.head_importance(text, pair or None, method=method)
+            r = numpy_ablation.head_importance(text, pair or None, method=method)
+        if r is not None:
+            return r
     from viz_core.pretrained.ablation import head_importance  # torch: imported when this view is opened, not with the page
 
     loaded = models.model(name)

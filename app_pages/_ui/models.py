@@ -95,17 +95,10 @@ def _made(form: str, obj) -> None:
         nb.adopt({k: v.detach().numpy() for k, v in hf.model.state_dict().items()})
 
 
-def numpy_ablation(text: str, pair: str = "") -> bert_numpy.NumpyAblation | None:
-    """Head ablation of the packaged model in numpy, while transformers has not loaded it yet and the texts are
-    short enough (NumpyAblation.fits); None where the torch path should answer."""
-    if _packaged["transformers"] is not None:
-        return None
-    ablation = bert_numpy.NumpyAblation(numpy_default())
-    try:
-        sizes = [len(ablation.encode(x)) for x in (text, pair) if x.strip()]
-    except Exception:  # noqa: BLE001 - an input the tokenizer refuses: the torch path says what is wrong
-        return None
-    return ablation if sizes and all(ablation.fits(n) for n in sizes) else None
+def numpy_ablation() -> bert_numpy.NumpyAblation | None:
+    """Head ablation of the packaged model in numpy while transformers has not loaded it; None once it has (the
+    torch path is faster then)."""
+    return None if _packaged["transformers"] is not None else bert_numpy.NumpyAblation(numpy_default())
 
 
 def info(name: str = "") -> "bert_numpy.ModelInfo | pretrained.LoadedModel":

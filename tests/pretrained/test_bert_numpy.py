@@ -121,6 +121,7 @@ def test_numpy_ablation_by_hand_for_one_head(models):
 def test_numpy_ablation_refuses_what_it_cannot_do(models):
     ab = bert_numpy.NumpyAblation(models[0])
     assert ab.fits(24) and ab.fits(128) and not ab.fits(512)  # long input: the torch path, in chunks
+    assert ab.head_importance("word " * 600, "a short one") is None
     with pytest.raises(InputError):
         ab.head_importance("   ")
     with pytest.raises(InputError):

@@ -112,40 +112,57 @@ class NumpyBert:
         return taken
 
     # ------------------------------------------------------------ forward
-    def _layer(self, h: np.ndarray, i: int, need_output: bool) -> tuple[np.ndarray | None, np.ndarray]:
-        """One encoder layer: (h (N, d) -> h (N, d) or None when not needed, weights (H, N, N))."""
-        p = f"encoder.layer.{i}."
-        w = self.w
-        n, d = h.shape
+    def _layer(self, h: np.ndarray, i: int, need_output: bool = True,
+               knock: tuple[np.ndarray, str] | None = None) -> tuple[np.ndarray | None, np.ndarray]:
+        """One encoder layer on a batch: h (B, N, d) -> (h (B, N, d), or None when not needed; weights (B, H, N, N)).
+
+        knock = (rows, method): head h's output (the h-th slice of W_O's input) is replaced in batch row rows[h],
+        by 0 ("zero") or by its mean over the positions of row 0 ("mean"); see NumpyAblation."""
+        p, w = f"encoder.layer.{i}.", self.w
+        b, n, d = h.shape
         dk = d // self.n_heads
 
+        def linear(x: np.ndarray, name: str) -> np.ndarray:  # (B, N, d_in) -> (B, N, d_out): one GEMM, not B
+            y = x.reshape(-1, x.shape[-1]) @ w[p + name + ".weight"].T + w[p + name + ".bias"]
+            return y.reshape(b, n, -1)
+
         def heads(name: str) -> np.ndarray:
-            x = h @ w[p + f"attention.self.{name}.weight"].T + w[p + f"attention.self.{name}.bias"]  # (N, d)
-            return np.ascontiguousarray(x.reshape(n, self.n_heads, dk).transpose(1, 0, 2))  # (H, N, d_k): BLAS
+            x = linear(h, f"attention.self.{name}")  # (B, N, d)
+            return np.ascontiguousarray(x.reshape(b, n, self.n_heads, dk).transpose(0, 2, 1, 3))  # (B, H, N, d_k)
 
         q, k, v = heads("query"), heads("key"), heads("value")
-        weights = softmax(q @ np.ascontiguousarray(k.transpose(0, 2, 1)) / np.float32(np.sqrt(dk)))  # (H, N, N)
+        weights = softmax(q @ np.ascontiguousarray(k.transpose(0, 1, 3, 2)) / np.float32(np.sqrt(dk)))  # (B,H,N,N)
         if not need_output:
             return None, weights
-        ctx = (weights @ v).transpose(1, 0, 2).reshape(n, d)  # (N, d)
-        u = layer_norm(h + ctx @ w[p + "attention.output.dense.weight"].T + w[p + "attention.output.dense.bias"],
-                       w[p + "attention.output.LayerNorm.weight"], w[p + "attention.output.LayerNorm.bias"], self.eps)
-        ff = gelu(u @ w[p + "intermediate.dense.weight"].T + w[p + "intermediate.dense.bias"])  # (N, d_ff)
-        out = layer_norm(u + ff @ w[p + "output.dense.weight"].T + w[p + "output.dense.bias"],
-                         w[p + "output.LayerNorm.weight"], w[p + "output.LayerNorm.bias"], self.eps)
+        ctx = (weights @ v).transpose(0, 2, 1, 3)  # (B, N, H, d_k): the heads' outputs, the input of W_O
+        if knock is not None:
+            rows, method = knock
+            ctx = ctx.copy()
+            ctx[rows, :, np.arange(self.n_heads), :] = 0.0 if method == "zero" else ctx[0].mean(0)[:, None, :]
+        ctx = ctx.reshape(b, n, d)  # (B, N, d)
+        u = layer_norm(h + linear(ctx, "attention.output.dense"), w[p + "attention.output.LayerNorm.weight"],
+                       w[p + "attention.output.LayerNorm.bias"], self.eps)
+        ff = gelu(linear(u, "intermediate.dense"))  # (B, N, d_ff)
+        out = layer_norm(u + linear(ff, "output.dense"), w[p + "output.LayerNorm.weight"],
+                         w[p + "output.LayerNorm.bias"], self.eps)
         return out, weights
+
+    def embed(self, ids: list[int], type_ids: list[int]) -> np.ndarray:
+        """h_0 = LN(E_word[x] + E_pos[i] + E_type[s]): (1, N, d)."""
+        w = self.w
+        h = (w["embeddings.word_embeddings.weight"][ids] + w["embeddings.position_embeddings.weight"][:len(ids)]
+             + w["embeddings.token_type_embeddings.weight"][type_ids])  # (N, d)
+        return layer_norm(h, w["embeddings.LayerNorm.weight"], w["embeddings.LayerNorm.bias"], self.eps)[None]
 
     def attention_weights(self, ids: list[int], type_ids: list[int]) -> np.ndarray:
         """float32 (L, H, N, N) attention of every layer and head for one unpadded input."""
-        w = self.w
         n = len(ids)
-        h = (w["embeddings.word_embeddings.weight"][ids] + w["embeddings.position_embeddings.weight"][:n]
-             + w["embeddings.token_type_embeddings.weight"][type_ids])  # (N, d)
-        h = layer_norm(h, w["embeddings.LayerNorm.weight"], w["embeddings.LayerNorm.bias"], self.eps)
+        h = self.embed(ids, type_ids)  # (1, N, d)
         out = np.empty((self.n_layers, self.n_heads, n, n), dtype=np.float32)  # (L, H, N, N)
         with self._lock:
             for i in range(self.n_layers):
-                h, out[i] = self._layer(h, i, need_output=i < self.n_layers - 1)
+                h, weights = self._layer(h, i, need_output=i < self.n_layers - 1)
+                out[i] = weights[0]
         return out
 
     # ------------------------------------------------------------ the same result as pretrained.attention_for
@@ -200,52 +217,27 @@ class NumpyAblation:
             raise InputError("attention.no_tokens", "the tokenizer produced no tokens for this text")
         return ids
 
-    def _block(self, h: np.ndarray, i: int, rows: np.ndarray, method: str) -> np.ndarray:
-        """Layer i on a batch, head h knocked out in row rows[h]: (B, N, d) -> (B, N, d)."""
-        b, p, w = self.bert, f"encoder.layer.{i}.", self.bert.w
-        n_rows, n, d = h.shape
-        dk = d // b.n_heads
-
-        def linear(x: np.ndarray, name: str) -> np.ndarray:  # (B, N, d_in) -> (B, N, d_out): one GEMM, not B
-            y = x.reshape(-1, x.shape[-1]) @ w[p + name + ".weight"].T + w[p + name + ".bias"]
-            return y.reshape(n_rows, n, -1)
-
-        def heads(name: str) -> np.ndarray:
-            x = linear(h, f"attention.self.{name}")  # (B, N, d)
-            return np.ascontiguousarray(x.reshape(n_rows, n, b.n_heads, dk).transpose(0, 2, 1, 3))  # (B, H, N, d_k)
-
-        q, k, v = heads("query"), heads("key"), heads("value")
-        weights = softmax(q @ k.transpose(0, 1, 3, 2) / np.float32(np.sqrt(dk)))  # (B, H, N, N)
-        ctx = (weights @ v).transpose(0, 2, 1, 3).copy()  # (B, N, H, d_k): the heads' outputs, the input of W_O
-        heads_idx = np.arange(b.n_heads)
-        ctx[rows, :, heads_idx, :] = 0.0 if method == "zero" else ctx[0].mean(0)[:, None, :]  # (H, N, d_k)
-        ctx = ctx.reshape(n_rows, n, d)  # (B, N, d)
-        u = layer_norm(h + linear(ctx, "attention.output.dense"), w[p + "attention.output.LayerNorm.weight"],
-                       w[p + "attention.output.LayerNorm.bias"], b.eps)
-        ff = gelu(linear(u, "intermediate.dense"))  # (B, N, d_ff)
-        return layer_norm(u + linear(ff, "output.dense"), w[p + "output.LayerNorm.weight"],
-                          w[p + "output.LayerNorm.bias"], b.eps)
-
     def pooled(self, ids: list[int], method: str) -> np.ndarray:
         """Mean-pooled final hidden states of the intact row and every ablation: (1 + L*H, d)."""
-        b, w = self.bert, self.bert.w
-        n = len(ids)
-        h = (w["embeddings.word_embeddings.weight"][ids] + w["embeddings.position_embeddings.weight"][:n]
-             + w["embeddings.token_type_embeddings.weight"][0])[None]  # (1, N, d)
-        h = layer_norm(h, w["embeddings.LayerNorm.weight"], w["embeddings.LayerNorm.bias"], b.eps)
+        b = self.bert
+        h = b.embed(ids, [0] * len(ids))  # (1, N, d)
         with b._lock:
             for i in range(b.n_layers):
                 h = np.concatenate([h, np.repeat(h[:1], b.n_heads, axis=0)])  # (1 + (i+1) H, N, d)
-                rows = 1 + i * b.n_heads + np.arange(b.n_heads)
-                h = self._block(h, i, rows, method)
+                h, _ = b._layer(h, i, knock=(1 + i * b.n_heads + np.arange(b.n_heads), method))
         return h.mean(1)  # (1 + L*H, d)
 
-    def head_importance(self, text: str, text_pair: str | None = None, method: str = "zero") -> HeadImportance:
-        """As viz_core.pretrained.ablation.head_importance for this model (part "self"). Raises InputError."""
+    def head_importance(self, text: str, text_pair: str | None = None,
+                        method: str = "zero") -> HeadImportance | None:
+        """As viz_core.pretrained.ablation.head_importance for this model (part "self"); None when a text is too
+        long for the batch to stay under MAX_BYTES (the torch path answers those, in chunks). Raises InputError."""
         if method not in ("zero", "mean"):
             raise InputError("importance.bad_method", "method must be zero or mean", method=str(method)[:20])
         texts = [clean_text(text)] + ([clean_text(text_pair, "text_b")] if text_pair and text_pair.strip() else [])
-        pooled = [self.pooled(self.encode(t), method) for t in texts]  # each (1 + L*H, d)
+        encoded = [self.encode(t) for t in texts]
+        if not all(self.fits(len(ids)) for ids in encoded):
+            return None
+        pooled = [self.pooled(ids, method) for ids in encoded]  # each (1 + L*H, d)
         other = pooled[1] if len(pooled) == 2 else pooled[0][:1]  # B's rows, or A's intact embedding
         scores = cosine(pooled[0], other)  # (1 + L*H,)
         b = self.bert
