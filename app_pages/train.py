@@ -78,7 +78,8 @@ def accuracy_by_length(model) -> None:
     table.index.name = t("train.length_row")  # the header of the first column: input length -> 3 4 5 ...
     weak = str(worst_n) if by_length[worst_n] < 1 else None  # the worst length, marked unless all are perfect
     # a static table: one row of numbers needs no data grid (whose first draw costs a page switch ~0.2 s)
-    st.table(table.style.apply(lambda row: ["font-weight: bold; color: #c0392b" if c == weak else ""
+    red = "#ff8a80" if st.context.theme.type == "dark" else "#c0392b"  # >= 4.5:1 on either theme's background
+    st.table(table.style.apply(lambda row: [f"font-weight: bold; color: {red}" if c == weak else ""
                                             for c in row.index], axis=1))
     notes = [t("train.by_length", n=n, worst_n=worst_n, worst=pct(by_length[worst_n]),
                all=pct(sum(by_length.values()) / len(by_length)))]

@@ -160,8 +160,9 @@ def fold(label: str, param: str, default: bool = False):
 
     Opening or closing it reruns the page, and the page draws the contents only when open, so a closed section costs
     the browser nothing on a page switch (issue #25: every chart drawn costs about 40 ms there). Its state holds like
-    any control's (the address says 1 / 0)."""
-    key = state.bind(param, default, _parse_bool, lambda v: isinstance(v, bool))
+    any control's (the address says 1 / 0). Keyed per language, as tabs are: a translated label is a new expander to
+    Streamlit, which would start closed."""
+    key = state.bind(param, default, _parse_bool, lambda v: isinstance(v, bool), lang=lang())
     box = st.expander(label, key=key, on_change="rerun")
     opened = bool(box.open)
     state.commit(param, opened, default)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.browser.conftest import assert_no_exception, screenshot, wait_done
+from tests.browser.conftest import assert_no_exception, screenshot, switch_language, wait_done
 
 pytestmark = pytest.mark.browser
 
@@ -78,3 +78,16 @@ def test_switch_section_updates_url(open_page):
     wait_done(page)
     assert "section=variants" in page.url
     assert "KV cache" in page.locator("[data-testid='stMain']").inner_text()
+
+
+def test_an_open_section_stays_open_in_the_other_language(open_page):
+    """A translated label is a new expander to Streamlit: the section is keyed per language so it stays open."""
+    page = open_page("/mechanics?lang=en&section=steps")
+    page.get_by_text("See and edit X, W_q, W_k, W_v", exact=True).click()
+    page.wait_for_function("() => document.querySelectorAll(\"[data-testid='stDataFrame']\").length === 4")
+    wait_done(page)
+    switch_language(page, "zh")
+    page.get_by_text("查看并修改 X、W_q、W_k、W_v", exact=True).wait_for()
+    wait_done(page)
+    assert page.locator("[data-testid='stDataFrame']").count() == 4 and "edit=1" in page.url
+    assert_no_exception(page)
