@@ -10,6 +10,7 @@ import streamlit as st
 
 from app_pages import _ui as ui
 from app_pages._ui import attention as cached
+from app_pages._ui import decoder as decoder_view
 from app_pages._ui import importance as importance_view
 from app_pages._ui import models
 from viz_core import export
@@ -19,7 +20,8 @@ from viz_core.plots.common import placeholder_figure
 from viz_core.pretrained import catalog, head_analysis
 from viz_core.pretrained.result import AttentionResult
 
-VIEWS = ("head", "grid", "lines", "aggregate", "stats", "importance", "export")
+VIEWS = ("head", "grid", "lines", "aggregate", "stats", "sinks", "lens", "importance", "export")
+DECODER_VIEWS = ("lens",)  # views only a decoder has (the logit lens reads next-token predictions)
 GRID_THUMB = 32  # tiles are at most 32 x 32 cells: a 6 x 12 grid stays light at 512 tokens
 t = ui.t
 
@@ -116,6 +118,8 @@ def model_box():
         name, m = "", models.info("")
     st.markdown(t("attention.model_info", name=ui.plain_md(m.name), kind=t(f"attention.kind_{m.kind}"),
                   layers=m.n_layers, heads=m.n_heads, max_tokens=m.max_tokens))
+    if getattr(m, "architecture", None) is not None:
+        decoder_view.architecture_box(m.architecture)
     return name, m, waiting
 
 
@@ -231,18 +235,25 @@ def scale_note(top: float, auto: bool) -> str:
     return t("attention.scale_auto", top=f"{top:.3g}", q=f"{plots.COLOUR_QUANTILE * 100:.0f}")
 
 
-def heatmap(matrix: np.ndarray, title: str, key: str, c: Chosen) -> None:
+def heatmap(matrix: np.ndarray, title: str, key: str, c: Chosen, skip_sink: bool = False) -> None:
+    """One (Nq, Nk) map as shown (hidden tokens, pair block); skip_sink: the colours span the weights of every key
+    but the first, so a head that parks most of its weight on token 0 still shows the rest of its pattern."""
     w, rows, cols = shown(matrix, c)
     if c.hide and c.block == "all":
         st.info(t("attention.hide_special_note"))
+    zmax = None
+    if skip_sink and w.shape[1] > 1:
+        rest = w[:, 1:]
+        zmax = plots.colour_top(rest, c.auto) if c.auto else max(float(rest.max()), 1e-6)
     ui.plot(plots.head_heatmap(w, rows, cols, title, query=t("attention.query"), key=t("attention.key"),
-                               value=t("attention.weight"), auto_scale=c.auto), key=key)
+                               value=t("attention.weight"), auto_scale=c.auto, zmax=zmax), key=key)
     ticks = plots.token_ticks(len(rows), len(cols))
     if ticks.numbered:  # say that the axes may skip tokens, or the labels read as scrambled text
         i = min(max(ticks.step, 1), len(rows) - 1)
         st.caption(t("attention.labels_thinned" if ticks.step > 1 else "attention.labels_numbered",
                      step=ticks.step, example=ui.plain_md(f"{i}·{rows[i]}")))
-    st.caption(scale_note(plots.colour_top(w, c.auto), c.auto))
+    st.caption(scale_note(plots.colour_top(w, c.auto), c.auto) if zmax is None else
+               t("attention.scale_no_sink", top=f"{zmax:.3g}", first=ui.plain_md(cols[0]) if cols else ""))
 
 
 def row_sum_note(matrix: np.ndarray, how: str, c: Chosen) -> str:
@@ -267,7 +278,10 @@ def open_head(chart_key: str, n_heads: int) -> None:
 
 # ---------------------------------------------------------------- views
 def view_head(src: Source, c: Chosen) -> None:
-    heatmap(c.weights[c.layer, c.head], t("attention.head_title", layer=c.layer, head=c.head), "head_fig", c)
+    skip_sink = len(c.k_tokens) > 1 and ui.checkbox(t("attention.skip_sink"), "nosink", False,
+                                                    help=t("attention.skip_sink_help"))
+    heatmap(c.weights[c.layer, c.head], t("attention.head_title", layer=c.layer, head=c.head), "head_fig", c,
+            skip_sink=bool(skip_sink))
     if c.part in ("self", "decoder") and head_analysis.is_causal(c.weights):
         st.caption(t("attention.causal_seen"))
     st.caption(t("attention.head_explain") if c.block == "all" and not c.hide else
@@ -330,6 +344,23 @@ def view_stats(src: Source, c: Chosen) -> None:
     ui.latex(r"H_i = -\sum_j w_{ij}\log_2 w_{ij}, \qquad D_i = \sum_j w_{ij}\,|i-j|")
 
 
+def view_sinks(src: Source, c: Chosen) -> None:
+    shares = cached.sinks(src.name, src.text, src.pair, src.target, c.part)
+    decoder_view.sinks_view(shares, getattr(models.info(src.name), "architecture", None), "sinks_fig",
+                            selected=(c.layer, c.head), on_select=partial(open_head, "sinks_fig", c.n_heads),
+                            encoder=src.kind != "decoder")
+
+
+def view_lens(src: Source, c: Chosen | None) -> None:
+    try:
+        with st.spinner(t("attention.lens_running")):
+            lens = cached.lens(src.name, src.text)
+    except InputError as exc:
+        error(exc)
+        return
+    decoder_view.lens_view(lens, "lens_fig")
+
+
 def view_importance(src: Source, c: Chosen) -> None:
     importance_view.draw(importance_view.Input(src.name, src.kind, src.text, src.pair, src.target, c.part),
                          c.layer, c.head)
@@ -346,7 +377,8 @@ def view_export(src: Source, c: Chosen) -> None:
 
 
 VIEW_DRAWERS = {"head": view_head, "grid": view_grid, "lines": view_lines, "aggregate": view_aggregate,
-                "stats": view_stats, "importance": view_importance, "export": view_export}
+                "stats": view_stats, "sinks": view_sinks, "lens": view_lens, "importance": view_importance,
+                "export": view_export}
 
 # ---------------------------------------------------------------- page
 ui.setup("attention")
@@ -355,9 +387,13 @@ text, pair, target = text_boxes(m)
 src = Source(name, m.kind, text, pair, target)
 r = load(src, waiting)
 unknown_note(r, src, m.name)
-view = ui.radio(t("attention.view"), VIEWS, "view", format_func=lambda v: t(f"attention.view_{v}"))
-chosen = choose(r, view, bool(pair) and m.supports_pair)
-VIEW_DRAWERS[view](src, chosen)
+views = VIEWS if m.kind == "decoder" else tuple(v for v in VIEWS if v not in DECODER_VIEWS)
+view = ui.radio(t("attention.view"), views, "view", format_func=lambda v: t(f"attention.view_{v}"))
+if view == "lens":  # the lens reads every layer at once: no layer, head or colour options
+    view_lens(src, None)
+else:
+    chosen = choose(r, view, bool(pair) and m.supports_pair)
+    VIEW_DRAWERS[view](src, chosen)
 st.caption(t("attention.share"))
 
 # Between runs a session keeps its widget values and nothing of this run's arrays: they go now (75 MB per visitor at

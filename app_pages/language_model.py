@@ -11,6 +11,7 @@ import numpy as np
 import streamlit as st
 
 from app_pages import _ui as ui
+from app_pages._ui import decoder as decoder_view
 from app_pages._ui import language_model as cached
 from app_pages._ui.language_model import figures
 from viz_core.device import pick_device
@@ -19,13 +20,18 @@ from viz_core.lm import cache_bytes
 from viz_core.lm.charset import never_generated
 from viz_core.lm.generate import cache_difference, generate
 from viz_core.lm.induction import phase_change_step, repeat_length, repeated_text, target_cells
+from viz_core.lm.lens import architecture_of
 from viz_core.lm.training import LMTrainConfig, probe_ids
+from viz_core.pretrained.head_analysis import sink_shares
 
 ui.setup("language_model")  # state under the page's url path; its title in locales/language_model.json,
 # every other string in locales/lm.json
 t = ui.t
 
-TABS = ("induction", "sequence", "generate", "cache")
+TABS = ("induction", "sequence", "generate", "cache", "decoder")
+DECODER_MODELS = ("chars", "induction")  # the models the "inside the decoder" tab reads
+DECODER_VIEWS = ("lens", "sinks")
+CHARS_DEFAULT = "The cat sleeps in the library. 猫在图书馆睡觉。"
 KV_CHOICES = {"mha": None, "gqa": 2, "mqa": 1}  # with 4 query heads
 
 
@@ -430,6 +436,42 @@ def speed(kind: str) -> None:
     ui.download(t("lm.download_speed"), csv, "kv_cache_timing.csv", "text/csv", key="lm.dl_speed")
 
 
+# ---------------------------------------------------------------- inside the decoder tab
+def decoder_tab() -> None:
+    """The logit lens and the attention sinks of either of this page's models, on a text the person types, and
+    what the model is made of (with links to the pages that teach each part)."""
+    st.markdown(t("lm.dec_intro"))
+    task = ui.radio(t("lm.dec_model"), DECODER_MODELS, "dec_model", horizontal=True,
+                    format_func=lambda k: t(f"lm.dec_model_{k}"))
+    lm, origin = cached.training.current(task)
+    if lm is None:
+        st.warning(t("lm.no_model"))
+        return
+    st.caption(t(f"lm.dec_origin_{origin}", steps=lm.info.get("steps", "?")))
+    arch = architecture_of(lm.config)
+    decoder_view.architecture_box(arch, "dec_arch")
+    default = CHARS_DEFAULT if task == "chars" else " ".join(lm.tokenizer.itos[i] for i in _probe_ids(lm))
+    text = ui.text(t("lm.dec_text"), f"dec_text_{task}", default, max_chars=600,
+                   help=t(f"lm.dec_text_help_{task}", n=lm.config.max_len))
+    view = ui.radio(t("lm.dec_view"), DECODER_VIEWS, "dec_view", horizontal=True,
+                    format_func=lambda v: t(f"lm.dec_view_{v}"))
+    if task == "chars":
+        replaced_note(lm, text)
+    if view == "lens":
+        lens, err = ui.safe(cached.lens, lm, task, text)
+        if err is not None:
+            ui.show_error(err)
+            return
+        decoder_view.lens_view(lens, "lm.lens")
+        return
+    analysis, err = ui.safe(cached.analyse, lm, task, text)
+    if err is not None:
+        ui.show_error(err)
+        return
+    result = analysis[0]
+    decoder_view.sinks_view(sink_shares(result.weights, np.zeros(len(result.tokens), dtype=bool)), arch, "lm.sinks")
+
+
 # ---------------------------------------------------------------- page
 st.markdown(t("lm.intro"))
 ui.latex(r"x_{\ell+1} = x_\ell + \mathrm{Attn}(\mathrm{LN}(x_\ell)),\quad "
@@ -441,4 +483,5 @@ cached.training.live(draw_job)  # progress of a running job, above the tabs: see
 
 tab, boxes = ui.tabs(TABS, "tab", format_func=lambda k: t(f"lm.tab_{k}"))
 with boxes[tab]:  # only the open tab is drawn
-    {"induction": induction_tab, "sequence": sequence_tab, "generate": generate_tab, "cache": cache_tab}[tab]()
+    {"induction": induction_tab, "sequence": sequence_tab, "generate": generate_tab, "cache": cache_tab,
+     "decoder": decoder_tab}[tab]()

@@ -26,8 +26,8 @@ def finish_training(at, timeout: float = 120) -> None:
 
 
 @pytest.mark.parametrize("lang, title, tab_labels", [
-    ("en", "Language model", ["Induction heads", "Your sequence", "Generate text", "KV cache"]),
-    ("zh", "语言模型", ["归纳头", "你的序列", "生成文本", "KV 缓存"]),
+    ("en", "Language model", ["Induction heads", "Your sequence", "Generate text", "KV cache", "Inside the decoder"]),
+    ("zh", "语言模型", ["归纳头", "你的序列", "生成文本", "KV 缓存", "解码器内部"]),
 ])
 def test_opens_on_the_shipped_induction_story(lang, title, tab_labels):
     at = open_lm({"lang": lang})

@@ -253,6 +253,14 @@ def stored(param: str, default: Any = None) -> Any:
 
 
 # ---------------------------------------------------------------- output
+def link(page: str, label: str, params: dict[str, Any] | None = None, container=st, icon: str | None = None) -> None:
+    """A link to another page of the app that opens it in a given state (e.g. Mechanics at its GQA section with 9
+    query heads and 3 key/value heads): a page switch in the same session, one browser-history entry, the language
+    kept. The other page's controls not named in params start at their defaults."""
+    container.page_link(f"app_pages/{page}.py", label=label, icon=icon or ":material/arrow_outward:",
+                        query_params=state.link_params(lang(), params or {}))
+
+
 def plot(fig, key: str | None = None, **kw):
     """st.plotly_chart with the house settings (theme-aware colours, PNG export button, full width)."""
     return st.plotly_chart(fig, key=key, config=PLOTLY_CONFIG, theme="streamlit", width="stretch", **kw)

@@ -26,6 +26,19 @@ def rollout(name: str, text: str, pair: str, target: str) -> np.ndarray:
     return head_analysis.rollout(result(name, text, pair, target).weights)
 
 
+@st.cache_data(show_spinner=False, max_entries=16)
+def sinks(name: str, text: str, pair: str, target: str, part: str) -> head_analysis.SinkShares:
+    weights, _, _, _, k_special = result(name, text, pair, target).part(part)
+    return head_analysis.sink_shares(weights, k_special)
+
+
+@st.cache_data(show_spinner=False, max_entries=8)
+def lens(name: str, text: str):
+    """The logit lens of a decoder for a text (viz_core.pretrained.lens): torch, and the model's unembedding."""
+    from viz_core.pretrained.lens import logit_lens_for
+    return logit_lens_for(models.model(name), text)
+
+
 def npz(name: str, text: str, pair: str, target: str) -> bytes:
     """Every layer and head of every map, plus tokens, as one .npz (built only when downloaded)."""
     r = result(name, text, pair, target)

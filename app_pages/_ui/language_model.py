@@ -116,6 +116,21 @@ def _snapshots_npz(lm: LanguageModel) -> bytes:
         tokens=lm.tokenizer.labels(probe_ids(lm.train_cfg, lm.tokenizer)))
 
 
+@st.cache_resource(show_spinner=False, max_entries=32)
+def _shipped_lens(task: str, text: str):
+    from viz_core.lm.lens import logit_lens
+    return logit_lens(shipped(task), text)
+
+
+def lens(lm: LanguageModel, task: str, text: str):
+    """The logit lens of a text (viz_core.lm.lens): cached across sessions for the shipped model (shared, read-only),
+    computed afresh for a model trained in this session. InputError for bad text."""
+    if lm is shipped(task):
+        return _shipped_lens(task, text)
+    from viz_core.lm.lens import logit_lens
+    return logit_lens(lm, text)
+
+
 # Figures cached by their inputs (see SharedFigures): figures.score_map(...) as in viz_core.plots.lm
 figures = SharedFigures(plots)
 

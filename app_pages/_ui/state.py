@@ -27,6 +27,7 @@ from streamlit.runtime.scriptrunner import get_script_run_ctx
 STORE = "_ui.store"      # {page: {param: value}}: typed values of the params seen so far
 ADDRESS = "_ui.address"  # {page: {param: text}}: the non-default values, as the page's address carries them
 PAGE = "_ui.page"        # the page of the current (or last) full script run
+PINNED = "_ui.pinned"    # {page: {param: text}}: values a link gave, kept in the address even where they are defaults
 LANG = "lang"            # the language parameter (sidebar radio key and address parameter)
 DEFAULT_LANG = "en"
 
@@ -50,13 +51,32 @@ def in_fragment_run() -> bool:
 
 
 def begin(ns: str) -> None:
-    """Start a page's full run: on its first visit in this session or on Back / Forward, the address is the truth."""
+    """Start a page's full run: on its first visit in this session, on Back / Forward, and when a link from another
+    page opens it in a given state (a deep link: its parameters differ from what the page's own sidebar link
+    carries), the address is the truth."""
+    previous = st.session_state.get(PAGE)
     st.session_state[PAGE] = ns
     visited = ns in st.session_state.setdefault(STORE, {})
-    if not visited or is_history_navigation():
+    linked = previous not in (None, ns) and not is_history_navigation() and _linked_in(ns)
+    if not visited or is_history_navigation() or linked:
         st.session_state[STORE][ns] = {}
         st.session_state.setdefault(ADDRESS, {})[ns] = {
             k: v for k, v in st.query_params.to_dict().items() if k != LANG}
+        # a link's values stay in the address until changed, defaults too: dropping them would write a second
+        # address, and Back would then land on the link's own address instead of the page the link was on
+        st.session_state.setdefault(PINNED, {})[ns] = dict(st.session_state[ADDRESS][ns]) if linked else {}
+
+
+def _linked_in(ns: str) -> bool:
+    """Whether this page was entered through a link that sets its state: the sidebar's links carry exactly the
+    page's address as the session left it, so other parameters mean a link (link_params) chose them."""
+    asked = {k: v for k, v in st.query_params.to_dict().items() if k != LANG}
+    return asked != st.session_state.get(ADDRESS, {}).get(ns, {})
+
+
+def link_params(lang: str, params: dict[str, Any]) -> dict[str, str]:
+    """The query parameters of a link that opens a page in a given state (its own parameters, as text)."""
+    return ({LANG: lang} if lang != DEFAULT_LANG else {}) | {k: to_text(v) for k, v in params.items()}
 
 
 def widget_key(param: str, lang: str | None = None) -> str:
@@ -121,10 +141,19 @@ def commit(param: str, value: Any, default: Any) -> None:
     _table(STORE, ns)[param] = value
     address = _table(ADDRESS, ns)
     text = to_text(value)
+    pinned = _table(PINNED, ns)
+    if pinned.get(param) == text:  # as a link gave it (see begin)
+        address[param] = text
+        return _fragment_sync()
+    pinned.pop(param, None)
     if text == to_text(default):
         address.pop(param, None)
     else:
         address[param] = text
+    _fragment_sync()
+
+
+def _fragment_sync() -> None:
     if in_fragment_run():  # a fragment rerun does not reach the end of the script: write the address now
         sync_address()
 

@@ -77,3 +77,43 @@ def test_is_causal():
     w = _weights()
     assert not ha.is_causal(w)
     assert ha.is_causal(np.tril(w))
+
+
+# ---------------------------------------------------------------- attention sinks
+def test_sink_shares_sum_to_one_and_match_a_loop():
+    w = _weights(2, 3, 7)  # rows of random softmaxed weights
+    special = np.array([True, False, False, True, False, False, True])
+    s = ha.sink_shares(w, special)
+    assert s.first.shape == s.special.shape == s.rest.shape == (2, 3) and s.first.dtype == np.float32
+    np.testing.assert_allclose(s.first + s.special + s.rest, 1.0, atol=1e-5)
+    for layer in range(2):
+        for head in range(3):
+            rows = w[layer, head, 1:]  # queries 1..N-1
+            np.testing.assert_allclose(s.first[layer, head], rows[:, 0].mean(), atol=1e-6)
+            np.testing.assert_allclose(s.special[layer, head], rows[:, [3, 6]].sum(-1).mean(), atol=1e-6)
+            np.testing.assert_allclose(s.rest[layer, head], rows[:, [1, 2, 4, 5]].sum(-1).mean(), atol=1e-6)
+
+
+def test_sink_shares_by_hand():
+    w = np.array([[[[0.7, 0.1, 0.2],     # query 0 is left out
+                    [0.5, 0.25, 0.25],
+                    [0.1, 0.3, 0.6]]]], dtype=np.float32)  # (1, 1, 3, 3); token 2 is special ([SEP])
+    s = ha.sink_shares(w, np.array([True, False, True]))
+    np.testing.assert_allclose([s.first[0, 0], s.special[0, 0], s.rest[0, 0]], [0.3, 0.425, 0.275], atol=1e-6)
+    one = ha.sink_shares(w[..., :1, :], np.array([False, False, False]))  # one query: query 0 is all there is
+    np.testing.assert_allclose([one.first[0, 0], one.special[0, 0], one.rest[0, 0]], [0.7, 0.0, 0.3], atol=1e-6)
+
+
+def test_sink_shares_of_a_causal_map():
+    """A decoder head whose every query puts half its weight on token 0 and spreads the rest over the others it
+    can see: first = 1/2; no special tokens but token 0 (<s>), so special = 0."""
+    n = 6
+    w = np.zeros((1, 1, n, n), np.float32)
+    w[0, 0, 0, 0] = 1.0
+    for i in range(1, n):
+        w[0, 0, i, 0] = 0.5
+        w[0, 0, i, 1:i + 1] = 0.5 / i
+    special = np.array([True] + [False] * (n - 1))
+    s = ha.sink_shares(w, special)
+    np.testing.assert_allclose([s.first[0, 0], s.special[0, 0], s.rest[0, 0]], [0.5, 0.0, 0.5], atol=1e-6)
+    assert ha.is_causal(w)

@@ -5,6 +5,7 @@
     generate.py   generate (temperature, top-k, top-p; with or without the cache), time_per_token
     corpus.py     the bilingual character corpus
     induction.py  repeated-token sequences, previous-token and induction scores per head
+    lens.py       logit_lens (each block's residual stream through ln_f and the unembedding), architecture_of
     __main__.py   the command line: python -m viz_core.lm --task induction --max-seconds 60 --out DIR
                   (also python -m viz_core.lm_train)
 

@@ -53,7 +53,8 @@ def token_ticks(n_q: int, n_k: int | None = None) -> TokenTicks:
 
 
 def head_heatmap(w: np.ndarray, q_tokens: Sequence[str], k_tokens: Sequence[str], title: str, *,
-                 query: str, key: str, value: str, auto_scale: bool = False) -> go.Figure:
+                 query: str, key: str, value: str, auto_scale: bool = False,
+                 zmax: float | None = None) -> go.Figure:
     """One head (or an aggregate): (Nq, Nk), rows = queries top to bottom, hover = query, key and exact weight.
 
     The axes are categorical with one unique name per position (the token, or "12·token" for long input, see
@@ -67,7 +68,7 @@ def head_heatmap(w: np.ndarray, q_tokens: Sequence[str], k_tokens: Sequence[str]
     cols = [ticks.name(j, tok) for j, tok in enumerate(k_tokens)]
     if not ticks.numbered:  # short input: names need not be unique, so the categories carry the position
         rows, cols = [f"{r} ·{i}" for i, r in enumerate(rows)], [f"{c} ·{j}" for j, c in enumerate(cols)]
-    zmax = colour_top(w, auto_scale)
+    zmax = colour_top(w, auto_scale) if zmax is None else zmax  # given: e.g. a scale without the sink column
     fig = go.Figure(go.Heatmap(
         z=np.asarray(w, dtype=np.float32), x=cols, y=rows, zmin=0.0, zmax=zmax, colorscale=PROB_SCALE,
         hovertemplate=f"{query}: %{{y}}<br>{key}: %{{x}}<br>{value}: %{{z:.6f}}<extra></extra>",
@@ -157,12 +158,16 @@ def model_grid(weights: np.ndarray, *, thumb: int = 32, layer_label: str = "laye
 
 
 def stats_map(values: np.ndarray, *, title: str, value_name: str, layer_label: str, head_label: str,
-              value_format: str = ".3f", selected: tuple[int, int] | None = None) -> go.Figure:
-    """A (layers, heads) map of one statistic; a transparent marker per cell makes it clickable."""
+              value_format: str = ".3f", selected: tuple[int, int] | None = None, zmin: float | None = None,
+              zmax: float | None = None) -> go.Figure:
+    """A (layers, heads) map of one statistic; a transparent marker per cell makes it clickable. The colours span
+    the values' range unless zmin / zmax fix it (e.g. 0..1 for shares)."""
     n_layers, n_heads = values.shape
     rows, cols = [str(i) for i in range(n_layers)], [str(j) for j in range(n_heads)]  # the axis titles name them
+    zmin = float(np.nanmin(values)) if zmin is None else zmin
+    zmax = (float(np.nanmax(values)) or 1.0) if zmax is None else zmax
     fig = matrix_heatmap(values, rows, cols, title=title, x_title=head_label, y_title=layer_label,
-                         value_name=value_name, zmin=float(np.nanmin(values)), zmax=float(np.nanmax(values)) or 1.0,
+                         value_name=value_name, zmin=zmin, zmax=zmax,
                          colorscale="Viridis", value_format=value_format, height=120 + 48 * n_layers)
     ll, hh = np.meshgrid(np.arange(n_layers), np.arange(n_heads), indexing="ij")
     # the markers carry the hover (a point that cannot be hovered cannot be clicked either); the heatmap's is off

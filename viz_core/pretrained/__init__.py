@@ -5,7 +5,9 @@
     bert_numpy.py     the packaged all-MiniLM-L6-v2 in numpy only: no torch, no transformers
     policy.py         ModelPolicy: which models a visitor may load, and how big
     catalog.py        what the model picker lists (language, kind, size); which models read a text; [UNK] share
-    head_analysis.py  mean / max over heads, attention rollout, per-head statistics, hidden tokens
+    head_analysis.py  mean / max over heads, attention rollout, per-head statistics, hidden tokens, sink shares
+    lens.py           logit_lens_for: the logit lens of a decoder (each block's residual stream through W_U norm_f)
+    architecture.py   Architecture: MHA / GQA / MQA, positions, norm and its place, read from a config (no torch)
     ablation.py       head_importance: knock a head out and measure what changes
     attribution.py    token_attribution: integrated gradients per token
 
@@ -21,6 +23,8 @@ _EXPORTS = {
                      "default_model_path", "LoadedModel", "QKV"), "load"),
     **dict.fromkeys(("AttentionResult", "clean_text", "DEFAULT_MODEL", "MAX_CHARS", "DISPLAY_TOKEN_LIMIT"), "result"),
     "ModelPolicy": "policy",
+    **dict.fromkeys(("logit_lens_for", "lens_from_readout", "LogitLens", "LENS_MAX_TOKENS"), "lens"),
+    **dict.fromkeys(("Architecture", "of_config", "MINILM"), "architecture"),
 }
 
 __all__ = sorted(_EXPORTS)

@@ -25,6 +25,7 @@ from pathlib import Path
 
 import numpy as np
 
+from .architecture import MINILM, Architecture
 from .result import DEFAULT_MODEL, DISPLAY_TOKEN_LIMIT, AttentionResult, HeadImportance, clean_text
 from ..errors import InputError
 
@@ -38,6 +39,7 @@ class ModelInfo:
     n_heads: int
     max_tokens: int
     supports_pair: bool
+    architecture: Architecture = MINILM  # attention variant, positions and norms (a BERT: MHA, learned, post-LN)
 
 
 def _erf(x: np.ndarray) -> np.ndarray:
@@ -84,7 +86,9 @@ class NumpyBert:
         if 0 < int(tok_cfg.get("model_max_length", 0) or 0) < 1_000_000:
             limits.append(int(tok_cfg["model_max_length"]))
         self.info = ModelInfo(name=name, kind="encoder", n_layers=self.n_layers, n_heads=self.n_heads,
-                              max_tokens=min(limits), supports_pair=True)
+                              max_tokens=min(limits), supports_pair=True,
+                              architecture=Architecture(str(cfg.get("model_type") or "bert"), self.n_heads,
+                                                        self.n_heads, "learned", "layernorm", "post"))
         # two tokenizers, so that no call ever changes a setting another thread relies on: one truncates at the
         # position limit (longest first, as transformers' truncation=True), one counts what truncation cut
         self._tok = Tokenizer.from_file(str(path / "tokenizer.json"))

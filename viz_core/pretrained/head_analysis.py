@@ -1,5 +1,5 @@
 """Numbers derived from attention weights (layers, heads, N, N): aggregates, rollout, per-head statistics,
-hiding special tokens, sentence-pair blocks and thumbnails. Plain numpy in, numpy out."""
+hiding special tokens, sentence-pair blocks, thumbnails and attention-sink shares. Plain numpy in, numpy out."""
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -126,3 +126,32 @@ def clearest_head(weights: np.ndarray) -> tuple[int, int]:
     previous = np.diagonal(weights, offset=-1, axis1=-2, axis2=-1).mean(-1)  # (L, H)
     layer, head = np.unravel_index(int(np.argmax(previous)), previous.shape)
     return int(layer), int(head)
+
+
+@dataclass
+class SinkShares:
+    """Where each head puts its attention, averaged over queries 1..N-1 (query 0 of a causal map can only see
+    token 0)."""
+    first: np.ndarray      # (L, H): mean weight on token 0 (the attention sink of Xiao et al. 2023)
+    special: np.ndarray    # (L, H): mean total weight on the other special tokens ([SEP], </s>, ...)
+    rest: np.ndarray       # (L, H): mean total weight on every other token; first + special + rest = 1
+
+
+def sink_shares(weights: np.ndarray, special: np.ndarray) -> SinkShares:
+    """Split each head's attention into token 0, the other special tokens and the rest, averaged over the queries:
+
+        first   = mean_i w_i0
+        special = mean_i sum_{j > 0, j special} w_ij
+        rest    = mean_i sum_{j > 0, j not special} w_ij
+
+    over queries i = 1..Nq-1 (i = 0 alone when Nq = 1). weights (L, H, Nq, Nk), special bool (Nk,) -> (L, H) each.
+    """
+    rows = weights[..., 1:, :] if weights.shape[-2] > 1 else weights[..., :1, :]  # (L, H, Nq', Nk)
+    other = np.asarray(special, dtype=bool).copy()
+    other[0] = False  # token 0 counts as "first" whatever it is
+    keep = ~other
+    keep[0] = False
+    first = rows[..., 0].mean(-1)  # (L, H)
+    on_special = rows[..., other].sum(-1).mean(-1)  # (L, H)
+    on_rest = rows[..., keep].sum(-1).mean(-1)  # (L, H)
+    return SinkShares(*(a.astype(np.float32) for a in (first, on_special, on_rest)))

@@ -20,6 +20,7 @@ from .result import DEFAULT_MODEL, DISPLAY_TOKEN_LIMIT, MAX_CHARS, AttentionResu
 from ..errors import InputError
 from ..hooks import thread_hooks
 from . import catalog
+from .architecture import Architecture, of_config
 from .policy import ModelPolicy, folder_files, is_hub_id
 from .token_text import token_labels
 
@@ -41,6 +42,9 @@ class LoadedModel:
     max_tokens: int           # longest input the model accepts (positions), capped at DISPLAY_TOKEN_LIMIT
     supports_pair: bool       # takes a sentence pair (text A [SEP] text B)
     hook_targets: tuple | None = field(default=None, repr=False)  # cached by _attention_modules
+    lm_head: torch.nn.Module | None = field(default=None, repr=False)  # decoders: the unembedding W_U (None: none
+    #                                                                    in the checkpoint, or not a causal LM)
+    architecture: Architecture | None = None  # attention variant, positions and norms (None: not recognised)
     _tokenizer_lock: threading.Lock = field(default_factory=threading.Lock, repr=False, compare=False)
 
     def tokenize(self, *args, **kwargs):
@@ -185,15 +189,14 @@ def _cached_snapshot(repo_id: str) -> Path:
 
 
 def _load_folder(display: str, path: str) -> LoadedModel:
-    from transformers import AutoConfig, AutoModel, AutoTokenizer
+    from transformers import AutoConfig, AutoTokenizer
     stage = "config"
     try:
         config = AutoConfig.from_pretrained(path, trust_remote_code=False, local_files_only=True)
         stage = "tokenizer"
         tokenizer = AutoTokenizer.from_pretrained(path, trust_remote_code=False, local_files_only=True)
         stage = "model"
-        model = AutoModel.from_pretrained(path, config=config, attn_implementation="eager", use_safetensors=True,
-                                          trust_remote_code=False, local_files_only=True)
+        model, lm_head = _load_weights(path, config)
     except InputError:
         raise
     except Exception as exc:  # noqa: BLE001 - OSError, ValueError, KeyError...: all mean "cannot load"
@@ -202,7 +205,52 @@ def _load_folder(display: str, path: str) -> LoadedModel:
     return LoadedModel(name=display, model=model, tokenizer=tokenizer, kind=_kind(config),
                        n_layers=_n_layers(config), n_heads=_n_heads(config),
                        max_tokens=_max_tokens(config, tokenizer),
-                       supports_pair=_kind(config) == "encoder" and getattr(tokenizer, "sep_token", None) is not None)
+                       supports_pair=_kind(config) == "encoder" and getattr(tokenizer, "sep_token", None) is not None,
+                       lm_head=lm_head, architecture=_architecture(config, model))
+
+
+_FLAGS = dict(attn_implementation="eager", use_safetensors=True, trust_remote_code=False, local_files_only=True)
+
+
+def _load_weights(path: str, config) -> tuple[torch.nn.Module, torch.nn.Module | None]:
+    """(base model, unembedding or None). A decoder is loaded as its causal LM, so that its head W_U comes too (the
+    logit lens needs it); the base model inside it is the same module AutoModel would give, which every other path
+    (attention hooks, ablation, attribution) reads. An architecture without a causal-LM class loads as AutoModel."""
+    from transformers import AutoModel, AutoModelForCausalLM
+    if _kind(config) == "decoder":
+        try:
+            causal, info = AutoModelForCausalLM.from_pretrained(path, config=config, output_loading_info=True,
+                                                                **_FLAGS)
+        except (ValueError, KeyError) as exc:  # transformers knows no causal-LM class for this config
+            log.info("no causal-LM class for %r (%s); loading the base model only", config.model_type,
+                     type(exc).__name__)
+        else:
+            causal.eval().requires_grad_(False)
+            return causal.base_model, _usable_head(causal, info.get("missing_keys") or ())
+    return AutoModel.from_pretrained(path, config=config, **_FLAGS), None
+
+
+def _usable_head(causal: torch.nn.Module, missing) -> torch.nn.Module | None:
+    """causal.get_output_embeddings(), unless its weight was not in the checkpoint and is not tied to the input
+    embeddings (a base-model checkpoint of an untied model: transformers filled the head with random numbers)."""
+    head = causal.get_output_embeddings()
+    weight = getattr(head, "weight", None)
+    if not isinstance(weight, torch.Tensor):
+        return None
+    names = [name for name, module in causal.named_modules() if module is head]
+    if not any(f"{name}.weight" in missing for name in names):
+        return head
+    emb = getattr(causal.get_input_embeddings(), "weight", None)
+    tied = isinstance(emb, torch.Tensor) and emb.shape == weight.shape and emb.data_ptr() == weight.data_ptr()
+    return head if tied else None
+
+
+def _architecture(config, model: torch.nn.Module) -> Architecture | None:
+    try:
+        return of_config(config, model)
+    except ValueError as exc:  # e.g. heads that are not a multiple of the key/value heads: say nothing about it
+        log.info("architecture of %r not recognised: %s", getattr(config, "model_type", "?"), exc)
+        return None
 
 
 def _load_error(name: str, exc: Exception, stage: str) -> InputError:

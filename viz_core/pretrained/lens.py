@@ -1,0 +1,185 @@
+"""The logit lens (nostalgebraist 2020): what the residual stream after each block would predict as the next token.
+
+A decoder turns its last residual stream h_L into next-token probabilities through its final norm and unembedding,
+p = softmax(W_U · norm_f(h_L)). The lens applies the same readout to the stream after every block l:
+
+    p_l = softmax(W_U · norm_f(h_l)),    l = 0 (the embeddings) .. L (after the last block: the model's own output)
+
+Rows that already rank the final answer first show how early the model "knows" it. The readout is computed row by
+row (one N x V matrix at a time). `lens_from_readout` is model-agnostic (viz_core.lm.lens uses it for our own small
+decoder); `logit_lens_for` is the Hugging Face adapter.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Callable, Sequence
+
+import numpy as np
+import torch
+
+from ..errors import InputError
+from .result import clean_text
+from .token_text import token_labels
+
+if TYPE_CHECKING:
+    from .load import LoadedModel
+
+LENS_MAX_TOKENS = 64   # positions read by the lens (each row costs an N x V matmul)
+FINAL_NORMS = ("norm", "ln_f", "final_layer_norm", "final_layernorm", "norm_f")  # Llama/Qwen2, GPT-2, OPT/NeoX, Phi
+
+
+@dataclass
+class LogitLens:
+    """What the residual stream after each block predicts as the next token: softmax(W_U · norm_f(h_l)).
+
+    Row r = 0: the embeddings (before block 0); row r >= 1: after block r-1. R = n_layers + 1; the last row is the
+    model's own next-token distribution.
+    """
+    tokens: list[str]          # (N,) input token labels
+    ids: np.ndarray            # int64 (N,) input token ids
+    top_ids: np.ndarray        # int64 (R, N, k): the k most likely next tokens per row and position, most likely first
+    top_probs: np.ndarray      # float32 (R, N, k)
+    top_tokens: np.ndarray     # str array (R, N, k): display labels of top_ids
+    next_prob: np.ndarray      # float32 (R, N-1): probability given to the actual next token ids[i+1] at position i
+    next_rank: np.ndarray      # int64 (R, N-1): its rank (0 = top-1)
+    entropy: np.ndarray        # float32 (R, N): entropy of each row's distribution, in bits
+    truncated: bool = False    # the text had more than max_tokens tokens; only the first max_tokens were read
+    next_labels: list[str] = field(default_factory=list, repr=False)  # (N-1,) labels of ids[1:], as top_tokens'
+
+    @property
+    def n_rows(self) -> int:
+        """R = n_blocks + 1."""
+        return self.top_ids.shape[0]
+
+    @property
+    def n_blocks(self) -> int:
+        return self.n_rows - 1
+
+    @property
+    def k(self) -> int:
+        return self.top_ids.shape[2]
+
+    @property
+    def first_top1(self) -> np.ndarray:
+        """int64 (N,): per position, the first row r from which on the last row's top-1 token stays top-1 in every
+        row up to the last (so the last row always qualifies: first_top1 <= R - 1)."""
+        top1 = self.top_ids[:, :, 0]  # (R, N)
+        agree = top1 == top1[-1]  # (R, N)
+        holds = np.flip(np.cumprod(np.flip(agree, 0), 0), 0)  # (R, N): agree in every row from r to the last
+        return (self.n_rows - holds.sum(0)).astype(np.int64)  # (N,)
+
+    def next_tokens(self) -> list[str]:
+        """Labels of the actual next tokens ids[1:], labelled as top_tokens are (equal ids, equal labels)."""
+        return list(self.next_labels)
+
+
+def lens_from_readout(readout: Callable[[int], torch.Tensor], n_rows: int, ids: Sequence[int], tokens: list[str],
+                      label_of: Callable[[list[int]], list[str]], k: int = 5) -> LogitLens:
+    """The lens from readout(r) -> logits (N, V) of row r, one row at a time (memory: one N x V at a time).
+
+    Per row: p = softmax(logits) in float32; top-k ids and probabilities; entropy -sum p log2 p in bits; for each
+    position i < N-1 the probability of the actual next token ids[i+1] and its rank, the number of logits strictly
+    greater than its logit (0 = top-1; ties share the better rank).
+    """
+    if k < 1:
+        raise ValueError(f"k must be >= 1, got {k}")
+    n = len(ids)
+    nxt = torch.as_tensor(np.asarray(ids[1:], dtype=np.int64))  # (N-1,)
+    at = torch.arange(n - 1)  # (N-1,)
+    rows = []
+    for r in range(n_rows):
+        logits = readout(r).detach().float()  # (N, V)
+        logp = torch.log_softmax(logits, dim=-1)  # (N, V)
+        p = logp.exp()  # (N, V)
+        top_p, top_i = torch.topk(p, min(k, p.shape[-1]), dim=-1)  # (N, k) each, most likely first
+        plogp = torch.where(p > 0, p * logp, torch.zeros_like(p))  # (N, V): 0 log 0 = 0
+        chosen = logits[at, nxt]  # (N-1,)
+        rank = (logits[:-1] > chosen[:, None]).sum(-1)  # (N-1,)
+        rows.append((top_i, top_p, p[at, nxt], rank, -plogp.sum(-1) / math.log(2)))
+    # (R, N, k), (R, N, k), (R, N-1), (R, N-1), (R, N)
+    top_ids, top_probs, next_prob, next_rank, entropy = (torch.stack(col).numpy() for col in zip(*rows))
+    return LogitLens(tokens=list(tokens), ids=np.asarray(ids, dtype=np.int64), top_ids=top_ids.astype(np.int64),
+                     top_probs=top_probs.astype(np.float32), top_tokens=_labels(top_ids, label_of),
+                     next_prob=next_prob.astype(np.float32), next_rank=next_rank.astype(np.int64),
+                     entropy=entropy.astype(np.float32), next_labels=list(label_of([int(i) for i in ids[1:]])))
+
+
+def _labels(top_ids: np.ndarray, label_of: Callable[[list[int]], list[str]]) -> np.ndarray:
+    """(R, N, k) ids -> (R, N, k) str labels, each distinct id labelled once."""
+    distinct, where = np.unique(top_ids, return_inverse=True)  # (U,), (R * N * k,)
+    labels = np.array(label_of([int(i) for i in distinct]), dtype=object)  # (U,)
+    return labels[where.reshape(top_ids.shape)].astype(str)  # (R, N, k)
+
+
+# ---------------------------------------------------------------- Hugging Face decoders
+def final_norm(base: torch.nn.Module) -> torch.nn.Module | None:
+    """The final norm norm_f of a base model, found by name (FINAL_NORMS) outside its numbered blocks: `norm`
+    (Llama, Qwen2, Mistral), `ln_f` (GPT-2), `decoder.final_layer_norm` (OPT), ...; None if there is none."""
+    found = [(name.count("."), name, module) for name, module in base.named_modules()
+             if name.rsplit(".", 1)[-1] in FINAL_NORMS and not any(p.isdigit() for p in name.split("."))]
+    return min(found, key=lambda f: f[:2])[2] if found else None
+
+
+def finish_logits(config, logits: torch.Tensor) -> torch.Tensor:
+    """What some causal LMs do to W_U h after the matmul, so the last row equals the model's own logits:
+    Cohere's logit_scale (x s), Granite's logits_scaling (/ s), Gemma 2's soft cap c tanh(x / c)."""
+    cohere = str(getattr(config, "model_type", "")).startswith("cohere")
+    scale = getattr(config, "logit_scale", None) if cohere else None
+    if isinstance(scale, (int, float)):
+        logits = logits * scale
+    divide = getattr(config, "logits_scaling", None)
+    if isinstance(divide, (int, float)) and divide:
+        logits = logits / divide
+    cap = getattr(config, "final_logit_softcapping", None)
+    if isinstance(cap, (int, float)) and cap:
+        logits = torch.tanh(logits / cap) * cap
+    return logits
+
+
+def _lens_ids(m: "LoadedModel", text: str, max_tokens: int) -> tuple[list[int], bool]:
+    """The text's token ids (special tokens added, typed ones kept as text) cut to max_tokens, and whether cut."""
+    ids = m.tokenize(clean_text(text), add_special_tokens=True, truncation=False, verbose=False,
+                     split_special_tokens=True)["input_ids"]
+    if not ids:
+        raise InputError("attention.no_tokens", "the tokenizer produced no tokens for this text")
+    limit = max(1, min(max_tokens, m.max_tokens))
+    return list(ids[:limit]), len(ids) > limit
+
+
+def _readout_parts(m: "LoadedModel") -> tuple[torch.nn.Module, torch.nn.Module]:
+    """(norm_f, W_U) of a decoder; InputError when the lens cannot read this model."""
+    if m.kind != "decoder":
+        raise InputError("attention.lens_decoder_only", f"the logit lens reads decoder-only models; {m.name} is "
+                         f"{m.kind}", name=m.name)
+    norm = final_norm(m.model)
+    if m.lm_head is None or norm is None:
+        raise InputError("attention.lens_no_head", f"{m.name} has no output head (unembedding) with its final norm "
+                         "to read the residual stream through", name=m.name)
+    return norm, m.lm_head
+
+
+def logit_lens_for(m: "LoadedModel", text: str, k: int = 5, max_tokens: int = LENS_MAX_TOKENS) -> LogitLens:
+    """The logit lens of a Hugging Face decoder on text (the first max_tokens tokens).
+
+    Rows 0..L-1: W_U · norm_f(hidden_states[r]); row L: W_U · last_hidden_state (transformers' last hidden state has
+    already been through norm_f), so the last row is exactly the model's own logits.
+    """
+    norm, head = _readout_parts(m)
+    ids, truncated = _lens_ids(m, text, max_tokens)
+    with torch.inference_mode():
+        out = m.model(input_ids=torch.tensor([ids]), output_hidden_states=True, return_dict=True)
+        hidden = list(out.hidden_states[:-1]) + [out.last_hidden_state]  # R x (1, N, d_model)
+        weight = getattr(head, "weight", None)
+        if isinstance(weight, torch.Tensor) and weight.shape[-1] != hidden[-1].shape[-1]:
+            raise InputError("attention.lens_no_head", f"{m.name}'s output head does not read its residual stream",
+                             name=m.name)
+
+        def readout(r: int) -> torch.Tensor:
+            h = hidden[r][0]  # (N, d_model)
+            return finish_logits(m.model.config, head(h if r == len(hidden) - 1 else norm(h)))  # (N, V)
+
+        lens = lens_from_readout(readout, len(hidden), ids, token_labels(m.tokenizer, ids),
+                                 lambda some: token_labels(m.tokenizer, some), k)
+    lens.truncated = truncated
+    return lens
