@@ -223,21 +223,14 @@ def test_operator_secrets_are_read(monkeypatch):
 def tiny_folders(tmp_path_factory):
     """Tiny random GPT-2 and T5 saved as local folders (safetensors), with the packaged BERT tokenizer."""
     import torch
-    from transformers import AutoTokenizer, GPT2Config, GPT2Model, T5Config, T5Model
+    from transformers import GPT2Config, GPT2Model, T5Config, T5Model
 
-    from viz_core.pretrained import default_model_path
-    tok = AutoTokenizer.from_pretrained(default_model_path())
+    from tests.pretrained.tiny_models import save_with_default_tokenizer
     torch.manual_seed(0)
     models = {"gpt2": GPT2Model(GPT2Config(vocab_size=30522, n_embd=32, n_layer=2, n_head=4, n_positions=64)),
               "t5": T5Model(T5Config(vocab_size=30522, d_model=32, d_kv=8, d_ff=64, num_layers=2, num_heads=4,
                                      decoder_start_token_id=0, pad_token_id=0))}
-    paths = {}
-    for name, model in models.items():
-        path = tmp_path_factory.mktemp(name)
-        model.save_pretrained(path, safe_serialization=True)
-        tok.save_pretrained(path)
-        paths[name] = str(path)
-    return paths
+    return save_with_default_tokenizer(models, tmp_path_factory.mktemp)
 
 
 @pytest.fixture

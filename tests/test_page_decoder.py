@@ -114,22 +114,16 @@ def test_architecture_of_our_model_and_links_in_the_right_state():
 @pytest.fixture(scope="module")
 def tiny_decoders(tmp_path_factory):
     """Tiny random GPT-2 and Llama (6 query heads sharing 2 key/value heads) causal LMs saved as folders."""
-    from transformers import AutoTokenizer, GPT2Config, GPT2LMHeadModel, LlamaConfig, LlamaForCausalLM
+    from transformers import GPT2Config, GPT2LMHeadModel, LlamaConfig, LlamaForCausalLM
 
-    from viz_core.pretrained import default_model_path
-    tok = AutoTokenizer.from_pretrained(default_model_path())
+    from tests.pretrained.tiny_models import save_with_default_tokenizer
     torch.manual_seed(0)
     models = {"gpt2": GPT2LMHeadModel(GPT2Config(vocab_size=30522, n_embd=32, n_layer=2, n_head=4, n_positions=64)),
               "llama": LlamaForCausalLM(LlamaConfig(vocab_size=30522, hidden_size=48, intermediate_size=64,
                                                     num_hidden_layers=3, num_attention_heads=6,
                                                     num_key_value_heads=2, max_position_embeddings=64))}
-    paths = {}
-    for name, model in models.items():
-        path = tmp_path_factory.mktemp(name)
-        model.save_pretrained(path, safe_serialization=True)
-        tok.save_pretrained(path)
-        paths[name] = (str(path), model.eval())
-    return paths
+    paths = save_with_default_tokenizer(models, tmp_path_factory.mktemp)
+    return {name: (paths[name], model.eval()) for name, model in models.items()}
 
 
 @pytest.fixture
@@ -208,3 +202,20 @@ def test_a_link_opens_a_visited_page_in_the_linked_state():
     assert widget(at, "radio", "mechanics.section").value == "variants"
     assert widget(at, "select_slider", "mechanics.vkv").value == 2
     assert widget(at, "selectbox", "mechanics.vh").value == 6
+
+
+def test_lens_table_holds_the_lens_numbers_with_blanks_after_the_last_token():
+    import csv
+    import io
+
+    from app_pages._ui.decoder import lens_csv
+    lens = logit_lens(load_lm(f"{CHECKPOINTS}/lm_chars"), "ab 猫")
+    names = ["emb"] + [f"b{i}" for i in range(lens.n_rows - 1)]
+    rows = list(csv.DictReader(io.StringIO(lens_csv(lens, names))))
+    assert len(rows) == lens.n_rows * 4
+    cell = rows[2 * 4 + 1]  # row 2, position 1 ("b", followed by " ")
+    assert (cell["row_name"], cell["token"], cell["next_token"]) == ("b1", "b", lens.tokens[2])
+    assert float(cell["p_next"]) == pytest.approx(lens.next_prob[2, 1], abs=1e-6)
+    assert int(cell["rank_next"]) == lens.next_rank[2, 1] + 1 and cell["top1"] == lens.top_tokens[2, 1, 0]
+    last = rows[2 * 4 + 3]
+    assert last["token"] == "猫" and last["next_token"] == last["p_next"] == last["rank_next"] == ""

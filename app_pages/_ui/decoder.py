@@ -66,19 +66,17 @@ def lens_csv(lens, names: list[str]) -> str:
     """One line per row and position: the top-1 guess, its probability, the actual next token, its probability
     and rank."""
     n_rows, n = lens.top_probs.shape[:2]
-    nexts = lens.tokens[1:] + [""]  # the actual next tokens as typed
-    cols = {"row": [], "row_name": [], "position": [], "token": [], "top1": [], "p_top1": [], "next_token": [],
-            "p_next": [], "rank_next": []}
-    for r in range(n_rows):
-        for i in range(n):
-            has_next = i < n - 1
-            for name, value in (("row", r), ("row_name", names[r]), ("position", i), ("token", lens.tokens[i]),
-                                ("top1", str(lens.top_tokens[r, i, 0])), ("p_top1", f"{lens.top_probs[r, i, 0]:.6f}"),
-                                ("next_token", nexts[i]),
-                                ("p_next", f"{lens.next_prob[r, i]:.6f}" if has_next else ""),
-                                ("rank_next", int(lens.next_rank[r, i]) + 1 if has_next else "")):
-                cols[name].append(value)
-    return export.columns_csv(cols)
+    rows, pos = np.meshgrid(np.arange(n_rows), np.arange(n), indexing="ij")  # (R, N) each
+    rows, pos = rows.ravel(), pos.ravel()
+    has_next = pos < n - 1
+    nxt = np.minimum(pos, n - 2)  # where the next-token arrays are read (blank on the last position)
+    return export.columns_csv({
+        "row": rows, "row_name": [names[r] for r in rows], "position": pos,
+        "token": [lens.tokens[i] for i in pos], "top1": lens.top_tokens[rows, pos, 0],
+        "p_top1": np.round(lens.top_probs[rows, pos, 0], 6),
+        "next_token": [lens.tokens[i + 1] if ok else "" for i, ok in zip(pos, has_next)],
+        "p_next": [f"{lens.next_prob[r, i]:.6f}" if ok else "" for r, i, ok in zip(rows, nxt, has_next)],
+        "rank_next": [int(lens.next_rank[r, i]) + 1 if ok else "" for r, i, ok in zip(rows, nxt, has_next)]})
 
 
 # ---------------------------------------------------------------- attention sinks

@@ -13,6 +13,22 @@ SPECIALS = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
 LATIN = ["the", "cat", "sat", "on", "mat", ".", "，", "。"]
 
 
+def save_with_default_tokenizer(models: dict, mktemp) -> dict[str, str]:
+    """Save each tiny model (name -> transformers model) as a folder (safetensors) with the packaged MiniLM
+    tokenizer; mktemp(name) makes each folder (pytest's tmp_path_factory.mktemp). Returns name -> folder."""
+    from transformers import AutoTokenizer
+
+    from viz_core.pretrained import default_model_path
+    tok = AutoTokenizer.from_pretrained(default_model_path())
+    paths = {}
+    for name, model in models.items():
+        path = mktemp(name)
+        model.save_pretrained(path, safe_serialization=True)
+        tok.save_pretrained(path)
+        paths[name] = str(path)
+    return paths
+
+
 def chinese_tokenizer(folder: Path, chars: str):
     """A BERT WordPiece tokenizer whose vocabulary is the special tokens, a few Latin words and `chars`."""
     from transformers import BertTokenizer
