@@ -18,7 +18,7 @@ from streamlit.runtime.scriptrunner import StopException
 
 from app_pages import _ui as ui
 from app_pages._ui import memory, serving, state, warmup
-from app_pages._ui.nav import PAGES
+from app_pages._ui.nav import DEFAULT_PAGE, PAGES
 from viz_core.i18n import LANGUAGE_NAMES, LANGUAGES, normalise_lang
 
 
@@ -34,8 +34,8 @@ def main() -> None:
     lang = ui.lang()
 
     pages = {stem: st.Page(f"app_pages/{stem}.py", title=ui.t(f"common.nav_{stem}"), icon=icon, url_path=stem,
-                           default=(i == 0))
-             for i, (stem, icon) in enumerate(PAGES)}
+                           default=(stem == DEFAULT_PAGE))
+             for stem, icon in PAGES}
     nav = st.navigation(list(pages.values()), position="hidden")
     with nav_box:
         for stem, (_, icon) in zip(pages, PAGES):

@@ -103,7 +103,7 @@ def _std_variant(d_model: int) -> None:
 
 
 def section_norms() -> None:
-    st.markdown(t("anatomy.norms_intro"))
+    st.markdown(ui.glossed(t("anatomy.norms_intro")))
     _formulas(r"\text{LN}(x)=\gamma\odot\frac{x-\mu}{\sqrt{\sigma^2+\epsilon}}+\beta",
               r"\mu=\tfrac1D\textstyle\sum_j x_j,\ \ \sigma^2=\tfrac1D\textstyle\sum_j(x_j-\mu)^2")
     _formulas(r"\text{RMS}(x)=\gamma\odot\frac{x}{\sqrt{\tfrac1D\sum_j x_j^2+\epsilon}}",
@@ -130,7 +130,7 @@ def section_norms() -> None:
 
 # ================================================================ 2. residuals and norm placement
 def section_placement() -> None:
-    st.markdown(t("anatomy.placement_intro"))
+    st.markdown(ui.glossed(t("anatomy.placement_intro")))
     _formulas(r"\text{post: } x_{l+1}=\text{LN}\big(x_l+F(x_l)\big)",
               r"\text{pre: } x_{l+1}=x_l+F\big(\text{LN}(x_l)\big)")
     depth = ui.slider(t("anatomy.depth"), 2, 48, "depth", 12, help=t("anatomy.depth_help"))
@@ -152,7 +152,7 @@ def section_placement() -> None:
 
 # ================================================================ 3. FFN
 def section_ffn() -> None:
-    st.markdown(t("anatomy.ffn_intro"))
+    st.markdown(ui.glossed(t("anatomy.ffn_intro")))
     _formulas(r"\text{FFN}(x)=\max(0,\ xW_1+b_1)\,W_2+b_2",
               r"W_1\in\mathbb{R}^{d_{model}\times d_{ff}},\ \ d_{ff}=4\,d_{model}")
     c1, c2, c3 = st.columns(3)
@@ -206,7 +206,7 @@ def _dropout_flow(place: str) -> None:
 
 
 def section_dropout() -> None:
-    st.markdown(t("anatomy.dropout_intro"))
+    st.markdown(ui.glossed(t("anatomy.dropout_intro")))
     _formulas(r"y=\frac{m\odot x}{1-p},\quad m_i\sim\text{Bernoulli}(1-p)",
               r"\mathbb{E}[y]=x;\qquad \text{eval: } y=x")
     c1, c2, c3, c4 = st.columns(4)
@@ -258,7 +258,7 @@ def _dropout_maps(d: dict, place: str, p: float, training: bool) -> None:
 
 # ================================================================ 5. label smoothing
 def section_smoothing() -> None:
-    st.markdown(t("anatomy.smoothing_intro"))
+    st.markdown(ui.glossed(t("anatomy.smoothing_intro")))
     _formulas(r"q_k=(1-\epsilon)\,[k=y]+\frac{\epsilon}{K}",
               r"\mathcal{L}=-\sum_k q_k\log p_k",
               r"=-\sum_k q_k\,\big(z_k-\log\textstyle\sum_j e^{z_j}\big)")
@@ -332,7 +332,7 @@ def _step_rows(r, text: str) -> list[tuple[str, str, tuple, str]]:
 
 
 def section_path() -> None:
-    st.markdown(t("anatomy.path_intro"))
+    st.markdown(ui.glossed(t("anatomy.path_intro")))
     _formulas(r"h_0=E[x]\sqrt{d_{model}}+PE,\quad h_l=\text{Block}_l(h_{l-1})",
               r"p(x_{N+1}\mid x_{\le N})=\text{softmax}\!\big(h_L[N]\,E^\top/T\big)")
     p = _path_controls()
@@ -377,7 +377,7 @@ def _distribution(r, p: dict) -> None:
 
 def _parameter_section() -> None:
     st.subheader(t("anatomy.params_title"))
-    st.markdown(t("anatomy.params_intro"))
+    st.markdown(ui.glossed(t("anatomy.params_intro")))
     c1, c2, c3, c4 = st.columns(4)
     vocab = ui.number(t("anatomy.vocab"), 1, 1_000_000, "pv", 37000, container=c1)
     d = ui.number(t("anatomy.d_model"), 1, 8192, "pdm", 512, container=c2)

@@ -116,8 +116,8 @@ def model_box():
         error(exc)
         st.caption(t("attention.fallback"))
         name, m = "", models.info("")
-    st.markdown(t("attention.model_info", name=ui.plain_md(m.name), kind=t(f"attention.kind_{m.kind}"),
-                  layers=m.n_layers, heads=m.n_heads, max_tokens=m.max_tokens))
+    st.markdown(ui.glossed(t("attention.model_info", name=ui.plain_md(m.name), kind=t(f"attention.kind_{m.kind}"),
+                             layers=m.n_layers, heads=m.n_heads, max_tokens=m.max_tokens)))
     if getattr(m, "architecture", None) is not None:
         decoder_view.architecture_box(m.architecture)
     return name, m, waiting
@@ -382,6 +382,9 @@ VIEW_DRAWERS = {"head": view_head, "grid": view_grid, "lines": view_lines, "aggr
 
 # ---------------------------------------------------------------- page
 ui.setup("attention")
+# the root address opens this page: a newcomer is pointed to the learning path (as the session left it, like the
+# sidebar's link, so a student's step and answers are kept)
+ui.link("start", t("attention.start_hint"), ui.state.page_address("start", ui.lang()), icon=":material/school:")
 name, m, waiting = model_box()
 text, pair, target = text_boxes(m)
 src = Source(name, m.kind, text, pair, target)

@@ -157,7 +157,7 @@ def result_text(result) -> str | None:
 
 # ---------------------------------------------------------------- induction tab
 def induction_tab() -> None:
-    st.markdown(t("lm.ind_intro"))
+    st.markdown(ui.glossed(t("lm.ind_intro")))
     ui.latex(r"\mathrm{prev}(h) = \frac{1}{N-1}\sum_{i=1}^{N-1} A^h_{i,\,i-1}")
     score_definition()
     lm = trainable_model("induction")
@@ -294,7 +294,7 @@ def sequence_summary(lm, result, ind, best) -> None:
 
 # ---------------------------------------------------------------- generate tab
 def generate_tab() -> None:
-    st.markdown(t("lm.gen_intro"))
+    st.markdown(ui.glossed(t("lm.gen_intro")))
     ui.latex(r"p_i = \frac{e^{z_i / T}}{\sum_j e^{z_j / T}},\quad "
              r"\text{top-}k:\ \text{the } k \text{ largest } p_i,\quad "
              r"\text{top-}p:\ \min\, S \text{ with } \sum_{i\in S} p_i \ge p")
@@ -385,7 +385,7 @@ def step_view(lm, trace) -> None:
 
 # ---------------------------------------------------------------- KV-cache tab
 def cache_tab() -> None:
-    st.markdown(t("lm.cache_intro"))
+    st.markdown(ui.glossed(t("lm.cache_intro")))
     ui.latex(r"\text{bytes} = 2 \cdot L \cdot B \cdot H_{kv} \cdot T \cdot d_k \cdot 4")
     lm, _ = cached.training.current("chars")
     vocab, max_len = (lm.config.vocab, lm.config.max_len) if lm is not None else (128, 96)
@@ -440,7 +440,7 @@ def speed(kind: str) -> None:
 def decoder_tab() -> None:
     """The logit lens and the attention sinks of either of this page's models, on a text the person types, and
     what the model is made of (with links to the pages that teach each part)."""
-    st.markdown(t("lm.dec_intro"))
+    st.markdown(ui.glossed(t("lm.dec_intro")))
     task = ui.radio(t("lm.dec_model"), DECODER_MODELS, "dec_model", horizontal=True,
                     format_func=lambda k: t(f"lm.dec_model_{k}"))
     lm, origin = cached.training.current(task)
@@ -473,7 +473,7 @@ def decoder_tab() -> None:
 
 
 # ---------------------------------------------------------------- page
-st.markdown(t("lm.intro"))
+st.markdown(ui.glossed(t("lm.intro")))
 ui.latex(r"x_{\ell+1} = x_\ell + \mathrm{Attn}(\mathrm{LN}(x_\ell)),\quad "
          r"\mathrm{Attn} = \mathrm{softmax}\!\left(\frac{QK^\top}{\sqrt{d_k}} + M\right)V,\quad "
          r"M_{ij} = -\infty \text{ for } j > i")

@@ -192,7 +192,7 @@ def _batched_shapes():
 
 
 def section_steps():
-    st.markdown(ui.t("mechanics.steps_intro"))
+    st.markdown(ui.glossed(ui.t("mechanics.steps_intro")))
     ui.latex(r"\begin{gathered}\mathrm{Attention}(Q,K,V) \\ =\mathrm{softmax}\!\left(\frac{QK^\top}{\sqrt{d_k}}"
              r"+M\right)V \\ Q=XW_q,\quad K=XW_k,\quad V=XW_v\end{gathered}")
     source = ui.radio(ui.t("mechanics.source"), SOURCES, "src", format_func=lambda s: ui.t(f"mechanics.src_{s}"))
@@ -281,7 +281,7 @@ def _method_comparison(view: mech.MaskView) -> None:
 
 
 def section_masks():
-    st.markdown(ui.t("mechanics.masks_intro"))
+    st.markdown(ui.glossed(ui.t("mechanics.masks_intro")))
     ui.latex(r"\begin{gathered}\mathrm{softmax}(S + M),\quad M_{ij}=\begin{cases}-\infty & \text{blocked}\\"
              r" 0 & \text{visible}\end{cases} \\ \text{causal: } M_{ij}=-\infty \text{ for } j>i\end{gathered}")
     text, side, kind, item, query = _mask_inputs()
@@ -405,7 +405,7 @@ def _variant_outputs() -> None:
 
 
 def section_variants():
-    st.markdown(ui.t("mechanics.variants_intro"))
+    st.markdown(ui.glossed(ui.t("mechanics.variants_intro")))
     ui.latex(r"\begin{gathered}\mathrm{head}_i = \mathrm{Attention}\big(Q^{(i)}, K^{(g(i))}, V^{(g(i))}\big)"
              r" \\ g(i) = \left\lfloor i \,/\, (H / H_{kv}) \right\rfloor\end{gathered}")
     _kv_cache_part()

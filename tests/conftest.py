@@ -84,3 +84,27 @@ def widget(at: AppTest, kind: str, key: str):
         except KeyError:
             continue
     raise KeyError(key)
+
+
+def page_store(at: AppTest, page: str) -> dict[str, str]:
+    """The values a page's controls hold (app_pages/_ui/state.py's store), as their address text."""
+    from app_pages._ui.state import STORE, to_text
+    return {k: to_text(v) for k, v in at.session_state[STORE].get(page, {}).items()}
+
+
+def assert_opens_in_state(page: str, params: dict[str, str], lang: str = "en", from_page: str = "start") -> AppTest:
+    """Follow a link the way a visitor does (from_page open first, then the link's parameters in the address and a
+    switch to `page`), and check that every control the link names holds the link's value: a parameter the page
+    does not know, or a value it refuses (it falls back to its default), fails here."""
+    extra = {"lang": lang} if lang != "en" else {}
+    at = run_page(from_page, extra)
+    assert_clean(at)
+    at.query_params.clear()
+    for k, v in (params | extra).items():
+        at.query_params[k] = v
+    at.switch_page(f"app_pages/{page}.py").run()
+    assert_clean(at)
+    held = page_store(at, page)
+    for k, v in params.items():
+        assert held.get(k) == v, f"{page}: {k}={v} was asked, the page holds {held.get(k)!r}"
+    return at

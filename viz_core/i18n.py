@@ -7,12 +7,16 @@ Placeholders use str.format: t("attention.truncated", "en", n=512).
 from __future__ import annotations
 
 import json
+import re
 from functools import lru_cache
 from pathlib import Path
 
 LANGUAGES = ("en", "zh")
 LANGUAGE_NAMES = {"en": "English", "zh": "中文"}
 LOCALES_DIR = Path(__file__).parent / "locales"
+# a glossary mark in our own texts: [[softmax]] or [[softmax|the softmax]] (the pages draw it as a link to that term
+# of the glossary, app_pages/_ui.glossed; the language model's corpus keeps the words shown, viz_core.lm.corpus)
+GLOSSARY_MARK = re.compile(r"\[\[([a-z_]+)(?:\|([^\]]+))?\]\]")
 
 
 @lru_cache(maxsize=None)

@@ -261,6 +261,25 @@ def link(page: str, label: str, params: dict[str, Any] | None = None, container=
                         query_params=state.link_params(lang(), params or {}))
 
 
+def glossary_href(term: str) -> str:
+    """The address of a glossary entry (the Start page's glossary, that term first), in the current language."""
+    params = {"part": "glossary", "term": term} | ({state.LANG: lang()} if lang() != state.DEFAULT_LANG else {})
+    return "start?" + "&".join(f"{k}={v}" for k, v in params.items())
+
+
+def glossed(text: str) -> str:
+    """Our own markdown with glossary marks: [[softmax]] or [[softmax|the softmax]] becomes a link to that entry of
+    the glossary (it opens in a new tab, as Streamlit opens every markdown link, so this page stays as it is).
+    Only for texts we write (locale strings): a typed text goes through plain_md."""
+    from viz_core.learning import glossary
+
+    def link(m: re.Match) -> str:
+        term = glossary.term(m[1])  # KeyError for a term the glossary lacks (tests/test_glossary.py reads every mark)
+        shown = m[2] or t(f"glossary.{term.id}_name")
+        return f"[{shown}]({glossary_href(term.id)})"
+    return i18n.GLOSSARY_MARK.sub(link, text)
+
+
 def plot(fig, key: str | None = None, **kw):
     """st.plotly_chart with the house settings (theme-aware colours, PNG export button, full width)."""
     return st.plotly_chart(fig, key=key, config=PLOTLY_CONFIG, theme="streamlit", width="stretch", **kw)
@@ -286,6 +305,10 @@ PAGE_CSS = """
 .formula .katex-display { overflow: visible !important; width: max-content; min-width: 100%; }
 .formula:focus-visible { outline: 2px solid currentColor; outline-offset: 2px; }
 [data-testid="stTable"] { overflow-x: auto; }
+/* links to other pages in the page itself wrap on a narrow screen instead of being cut with an ellipsis */
+[data-testid="stMain"] [data-testid="stPageLink-NavLink"] > span:last-child,
+[data-testid="stMain"] [data-testid="stPageLink-NavLink"] [data-testid="stMarkdownContainer"],
+[data-testid="stMain"] [data-testid="stPageLink-NavLink"] p { white-space: normal; overflow: visible; }
 @media (max-width: 640px) {
   .katex-display > .katex { font-size: 0.95em; }
   [data-testid="stMainBlockContainer"] { padding-left: 0.75rem; padding-right: 0.75rem; }

@@ -14,7 +14,7 @@ from viz_core.plots import decoder as plots
 from viz_core.pretrained.architecture import Architecture
 from viz_core.pretrained.head_analysis import SinkShares
 
-from . import download, fold, latex, link, plain_md, plot, radio, t
+from . import download, fold, glossed, latex, link, plain_md, plot, radio, t
 
 SINK_THRESHOLD = 0.5  # a head that puts more than half its attention on the first token counts as a sink head
 
@@ -29,7 +29,7 @@ def lens_view(lens, key: str) -> None:
     """The logit lens grid of one text, its explanation and its numbers as CSV."""
     if lens.truncated:
         st.warning(t("decoder.lens_truncated", n=len(lens.tokens)))
-    st.markdown(t("decoder.lens_intro"))
+    st.markdown(glossed(t("decoder.lens_intro")))
     latex(r"p_\ell = \mathrm{softmax}\big(W_U\,\mathrm{norm}_f(h_\ell)\big),\qquad "
           r"h_{\ell} = h_{\ell-1} + \mathrm{Attn}_\ell(\cdot) + \mathrm{MLP}_\ell(\cdot)")
     metric = radio(t("decoder.lens_metric"), plots.LENS_METRICS, "lens_metric", horizontal=True,
@@ -83,7 +83,7 @@ def lens_csv(lens, names: list[str]) -> str:
 def sinks_view(shares: SinkShares, arch: Architecture | None, key: str, selected=None, on_select=None,
                encoder: bool = False) -> None:
     """A layer x head map of the share of attention on the first token (or on the other special tokens)."""
-    st.markdown(t("decoder.sinks_intro"))
+    st.markdown(glossed(t("decoder.sinks_intro")))
     if encoder:
         st.caption(t("decoder.sinks_encoder"))
     latex(r"s_{\ell,h} = \frac{1}{N-1}\sum_{i=1}^{N-1} A^{\ell,h}_{i,0},\qquad "

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from app_pages._ui.nav import PAGES
+from app_pages._ui.nav import DEFAULT_PAGE, PAGES
 from tests.browser.conftest import assert_no_exception, screenshot
 
 pytestmark = pytest.mark.browser
@@ -20,7 +20,7 @@ VIEWS = [  # (lang, width, dark)
 @pytest.mark.parametrize("stem", [stem for stem, _ in PAGES])
 @pytest.mark.parametrize("lang,width,dark", VIEWS)
 def test_page_renders(open_page, stem, lang, width, dark):
-    path = "" if stem == PAGES[0][0] else stem  # the first page is the default, served at the root URL
+    path = "" if stem == DEFAULT_PAGE else stem  # the default page is served at the root URL
     page = open_page(f"/{path}?lang={lang}", width=width, dark=dark)
     assert_no_exception(page)
     main = page.locator("[data-testid='stMain']")

@@ -26,7 +26,7 @@ from viz_core.plots.common import contrast_ratio, over, parse_colour, scale_colo
 from .conftest import ROOT, _unavailable, assert_no_exception, screenshot, wait_done
 
 AXE_JS = Path(os.environ.get("AXE_JS", ROOT / ".cache" / "axe" / "node_modules" / "axe-core" / "axe.min.js"))
-PAGES = ["attention", "mechanics", "scaling", "positions", "optimizers", "anatomy", "train", "language_model"]
+PAGES = ["start", "attention", "mechanics", "scaling", "positions", "optimizers", "anatomy", "train", "language_model"]
 MIN_CONTRAST = 4.5  # WCAG AA for normal text
 
 # (rule id, CSS selector): a violation on an element inside something matching the selector is left out, because it
@@ -207,6 +207,14 @@ def test_wide_en(open_page, page_name, dark):
 def test_phone_zh(open_page, page_name, dark):
     """390 px (a phone), Chinese, both themes."""
     _check(open_page, page_name, dark=dark, width=390, lang="zh")
+
+
+@pytest.mark.parametrize("extra, lang, width, dark", [
+    ("step=13&p_reverse=diagonal", "en", 1400, True), ("step=9&p_waves=first", "zh", 390, False),
+    ("step=16&p_qk=self&p_causal=below", "en", 1400, False), ("part=glossary&term=softmax", "zh", 390, True)])
+def test_start_answers_and_glossary(open_page, extra, lang, width, dark):
+    """The Start page with answers shown (a verdict, a figure, the why), its summary table and the glossary."""
+    _check(open_page, "start", dark=dark, width=width, lang=lang, extra=extra, keyboard=not dark and width > 600)
 
 
 @pytest.mark.parametrize("extra, dark", [("section=masks", False), ("section=masks", True),

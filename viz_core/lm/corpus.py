@@ -22,6 +22,8 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
 
+from viz_core.i18n import GLOSSARY_MARK
+
 from .sentences import sentence_pairs
 
 LANGS = ("en", "zh")
@@ -29,6 +31,7 @@ LOCALES = Path(__file__).resolve().parents[1] / "locales"
 HELDOUT_EVERY = 10          # every 10th line of a language is held out
 N_PAIRS = 12000             # generated sentence pairs drawn (one English and one Chinese line each; ~4,800 unique)
 MIN_CHARS = {"en": 24, "zh": 8}  # shorter strings are UI labels ("Seed", "种子"), not explanations
+CJK = re.compile(r"[\u4e00-\u9fff]")  # a "Chinese" line without a Chinese character is a formula or a name
 
 
 # ---------------------------------------------------------------- the app's own explanations
@@ -46,9 +49,10 @@ def _plain_math(match: re.Match) -> str:
 
 
 def clean(text: str) -> list[str]:
-    """A UI string -> lines of plain text: no markdown, LaTeX, links or {placeholders} (those become a small
-    number, so "at step {step}" still reads as a sentence). Brackets and "<" / ">" stay: [PAD], T < 1, <bos>."""
+    """A UI string -> lines of plain text: no markdown, LaTeX, links, glossary marks or {placeholders} (those become
+    a small number, so "at step {step}" still reads as a sentence). Brackets and "<" / ">" stay: [PAD], T < 1, <bos>."""
     text = MATH.sub(_plain_math, text)
+    text = GLOSSARY_MARK.sub(lambda m: m[2] or m[1].replace("_", " "), text)  # the words shown (the id for a bare mark)
     text = LINK.sub(r"\1", text)
     text = STREAMLIT.sub(r"\1", text)
     text = PLACEHOLDER.sub("3", text)
@@ -72,11 +76,13 @@ def _strings(node, lang: str):
 
 @lru_cache(maxsize=2)
 def explanation_lines(lang: str) -> tuple[str, ...]:
-    """The app's own text in one language, cleaned, one line per paragraph (files in name order)."""
+    """The app's own text in one language, cleaned, one line per paragraph (files in name order). A Chinese string
+    may hold a line that is not Chinese ("Δ cos(A, B)", an English example sentence): such lines are left out."""
     lines = []
     for path in sorted(LOCALES.glob("*.json")):
         for text in _strings(json.loads(path.read_text(encoding="utf-8")), lang):
-            lines += [line for line in clean(text) if len(line) >= MIN_CHARS[lang]]
+            lines += [line for line in clean(text) if len(line) >= MIN_CHARS[lang]
+                      and (lang != "zh" or CJK.search(line))]
     return tuple(lines)
 
 

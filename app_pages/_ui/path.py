@@ -1,0 +1,213 @@
+"""Start page: the learning path. One step at a time (?step=), each a question, the student's prediction (?p_<step>=),
+then the answer the app computes (viz_core.learning.path), a figure and a link that opens the page where the step's
+experiment lives, in that state. The last step (len(STEPS) + 1) is the summary."""
+from __future__ import annotations
+
+import pandas as pd
+import streamlit as st
+
+from viz_core.errors import InputError
+from viz_core.learning import path
+from viz_core.plots import common
+
+from . import SharedFigures, link, plain_md, set_state, glossed, lang, latex, plot, selectbox, state, t, value
+
+N_STEPS = len(path.STEPS)
+SUMMARY = N_STEPS + 1                   # the step number of the summary
+ROW_WORDS = {"no_scale", "scaled", "p"}  # row labels of answers that are words (start.row_<id>), not tokens
+EXPLORE = (  # where to go further: (id, page, params); labels start.explore_<id>
+    ("grid", "attention", {"view": "grid"}),
+    ("importance", "attention", {"view": "importance"}),
+    ("lens", "language_model", {"tab": "decoder", "dec_view": "lens"}),
+    ("train", "train", {"tab": "train"}),
+    ("cross", "mechanics", {"section": "cross"}),
+    ("rope", "positions", {"part": "relative"}),
+    ("smoothing", "anatomy", {"section": "smoothing"}),
+    ("scale_train", "scaling", {"part": "train"}),
+)
+
+figures = SharedFigures(common)
+
+
+# ---------------------------------------------------------------- answers (computed once, shared read-only)
+@st.cache_data(show_spinner=False, max_entries=len(path.ANSWERS))
+def _plain_answer(step_id: str) -> path.Answer:
+    return path.ANSWERS[step_id]()
+
+
+@st.cache_data(show_spinner=False, max_entries=3)
+def _model_answer(step_id: str) -> path.Answer:
+    """The steps that read a trained model: the shipped reverse translator and induction LM, the packaged MiniLM."""
+    if step_id == "reverse":
+        from .train import shipped
+        return path.answer_reverse(shipped("reverse"))
+    if step_id == "induction":
+        from .language_model import shipped
+        return path.answer_induction(shipped("induction"))
+    from . import models
+    r = models.attention("", path.SINK_TEXT)
+    return path.answer_sinks(r.tokens, r.weights, r.special)
+
+
+def answer(step: path.Step) -> path.Answer | None:
+    """The step's answer; None when the model it reads cannot be loaded here (the page says so)."""
+    if not step.needs:
+        return _plain_answer(step.id)
+    try:
+        return _model_answer(step.id)
+    except (InputError, OSError):
+        return None
+
+
+# ---------------------------------------------------------------- predictions (one per step, in the address)
+def _param(step: path.Step) -> str:
+    return f"p_{step.id}"
+
+
+def _valid_for(step: path.Step):
+    return lambda v: v is None or v in step.options
+
+
+def prediction(step: path.Step) -> str | None:
+    """The student's prediction for a step: a radio with nothing chosen until they choose. Its value holds like
+    every control's (session, language switch, address p_<step>=<option>)."""
+    param = _param(step)
+    key = state.bind(param, None, lambda raw: raw if raw in step.options else None, _valid_for(step), lang=lang())
+    chosen = st.radio(t("start.predict"), step.options, key=key, format_func=lambda o: option_label(step, o))
+    state.commit(param, chosen, None)
+    return chosen
+
+
+def stored_prediction(step: path.Step) -> str | None:
+    """A step's prediction without drawing its radio (the step list, the summary)."""
+    return value(_param(step), None, lambda raw: raw if raw in step.options else None, _valid_for(step))
+
+
+def option_label(step: path.Step, option: str) -> str:
+    return t(f"start.{step.id}_opt_{option}")
+
+
+def restart() -> None:
+    """Clear every prediction and go back to step 1."""
+    for s in path.STEPS:
+        set_state(_param(s), None)
+        state.commit(_param(s), None, None)
+    set_state("step", 1)
+
+
+# ---------------------------------------------------------------- one step
+def step_label(i: int) -> str:
+    if i == SUMMARY:
+        return t("start.summary_option", i=i)
+    return t("start.step_option", i=i, title=t(f"start.{path.STEPS[i - 1].id}_title"))
+
+
+def step_view(i: int) -> None:
+    step = path.STEPS[i - 1]
+    st.caption(t("start.step_of", i=i, n=N_STEPS, topic=t(f"start.topic_{step.topic}")))
+    st.subheader(t(f"start.{step.id}_title"))
+    st.markdown(glossed(t(f"start.{step.id}_text")))
+    if step.id == "sinks":
+        st.markdown("> " + plain_md(path.SINK_TEXT))
+    if step.formula:
+        latex(step.formula)
+    chosen = prediction(step)
+    if chosen is None:
+        st.caption(t("start.predict_hint"))
+        return
+    with st.spinner(t("start.computing")):
+        a = answer(step)
+    if a is None:
+        st.warning(t("start.model_missing"))
+    else:
+        answer_view(step, a, chosen)
+    link(step.page, t(f"start.{step.id}_link"), step.link_params)
+
+
+def answer_view(step: path.Step, a: path.Answer, chosen: str) -> None:
+    right = t("start.verdict_right", answer=option_label(step, a.correct))
+    wrong = t("start.verdict_wrong", answer=option_label(step, a.correct), chosen=option_label(step, chosen))
+    (st.success if chosen == a.correct else st.info)(right if chosen == a.correct else wrong)
+    st.markdown(t(f"start.{step.id}_answer", **{k: plain_md(v) for k, v in a.values.items()}))
+    if a.matrix is not None:
+        plot(answer_figure(step, a), key=f"start.fig_{step.id}")
+    st.markdown(f"**{t('start.why')}:** " + glossed(t(f"start.{step.id}_why")))
+
+
+def answer_figure(step: path.Step, a: path.Answer):
+    rows = [t(f"start.row_{r}") if r in ROW_WORDS else r for r in a.rows]
+    x, y = a.axes
+    value_name = {"sinks": "start.value_share", "waves": "start.value_pe"}.get(step.id, "start.value_weight")
+    fig = figures.matrix_heatmap(a.matrix, rows, a.cols, title=t(f"start.{step.id}_fig"), x_title=t(f"start.axis_{x}"),
+                                 y_title=t(f"start.axis_{y}"), value_name=t(value_name), signed=a.signed,
+                                 mask=a.mask, height=_height(a.matrix.shape[0]))
+    return fig
+
+
+def _height(n_rows: int) -> int | None:
+    """Short matrices (one to three rows) get a short figure, long ones (the encoding's 64 positions) a bounded one;
+    the rest take the builder's own height."""
+    return 170 + 30 * n_rows if n_rows <= 3 else 480 if n_rows > 16 else None
+
+
+# ---------------------------------------------------------------- the summary
+def summary_view() -> None:
+    st.subheader(t("start.summary_title"))
+    rows, right, done = [], 0, 0
+    for i, s in enumerate(path.STEPS, start=1):
+        chosen = stored_prediction(s)
+        a = answer(s) if chosen is not None else None
+        if chosen is not None:
+            done += 1
+            right += a is not None and a.correct == chosen
+        cells = {"col_step": step_label(i), "col_topic": t(f"start.topic_{s.topic}"),
+                 "col_yours": option_label(s, chosen) if chosen else t("start.not_answered"),
+                 "col_app": option_label(s, a.correct) if a is not None else "–",
+                 "col_match": "–" if a is None else "✓" if a.correct == chosen else "✗"}
+        # st.table reads its cells as markdown: "10. Layer normalisation" would turn into a numbered list
+        rows.append({t(f"start.{k}"): plain_md(v) for k, v in cells.items()})
+    st.markdown(t("start.summary_intro", right=right, done=done) if done else t("start.summary_none"))
+    st.table(pd.DataFrame(rows), hide_index=True)
+    st.subheader(t("start.explore_title"))
+    for key, page, params in EXPLORE:
+        link(page, t(f"start.explore_{key}"), params)
+    # this page's own glossary: a button, since a link to the page already open would not change its state
+    st.button(t("start.explore_glossary"), key="start.to_glossary", on_click=set_state, args=("part", "glossary"),
+              icon=":material/menu_book:", type="tertiary")
+    st.button(t("start.restart"), key="start.restart", on_click=restart)
+
+
+# ---------------------------------------------------------------- the page
+def answered() -> int:
+    return sum(stored_prediction(s) is not None for s in path.STEPS)
+
+
+def go(i: int) -> None:
+    set_state("step", i)
+
+
+def nav_buttons(i: int) -> None:
+    left, _, right = st.columns([1, 2, 1])
+    if i > 1:
+        left.button(t("start.prev"), key="start.prev", on_click=go, args=(i - 1,), icon=":material/arrow_back:",
+                    width="stretch")
+    if i < SUMMARY:
+        right.button(t("start.finish") if i == N_STEPS else t("start.next"), key="start.next", on_click=go,
+                     args=(i + 1,), icon=":material/arrow_forward:", type="primary", width="stretch")
+
+
+def view() -> None:
+    """The learning path: the step list, the open step (or the summary), Previous / Next."""
+    i = selectbox(t("start.step_label"), list(range(1, SUMMARY + 1)), "step", 1, format_func=step_label)
+    progress = st.empty()  # filled once the open step has recorded its prediction (a click counts at once)
+    if i == 1:
+        st.markdown(t("start.intro"))
+    if i == SUMMARY:
+        summary_view()
+    else:
+        step_view(i)
+    done = answered()
+    progress.progress(done / N_STEPS, text=t("start.progress", done=done, total=N_STEPS))
+    nav_buttons(i)
+    if i != SUMMARY:
+        st.caption(t("start.share_step", i=i))

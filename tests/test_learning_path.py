@@ -1,0 +1,117 @@
+"""viz_core.learning.path: each step's answer is read off numbers the app computes, checked here against references
+(torch.nn.functional, the formulas) and with made-up inputs whose right answer differs, so no answer is fixed."""
+from __future__ import annotations
+
+from types import SimpleNamespace
+
+import numpy as np
+import pytest
+import torch
+import torch.nn.functional as F
+
+from viz_core import i18n
+from viz_core.learning import path
+
+
+def test_steps_are_complete_and_in_both_languages():
+    ids = [s.id for s in path.STEPS]
+    assert 10 <= len(ids) <= 15 and len(set(ids)) == len(ids)
+    assert [s.topic for s in path.STEPS] == sorted((s.topic for s in path.STEPS), key=path.TOPICS.index)
+    assert set(path.TOPICS) == {s.topic for s in path.STEPS}  # every part of the path has a step
+    for s in path.STEPS:
+        assert s.needs or s.id in path.ANSWERS
+        for lang in ("en", "zh"):
+            for key in ("title", "text", "answer", "why", "link") + tuple(f"opt_{o}" for o in s.options):
+                assert i18n.t(f"start.{s.id}_{key}", lang)
+    with pytest.raises(KeyError):
+        path.step("nope")
+
+
+def test_nearest_picks_the_closest_number():
+    assert path.nearest(0.62, {"a": 0.33, "b": 0.67, "c": 1.0}) == "b"
+    assert path.nearest(0.02, {"same": 1, "eighth": 1 / 8, "tiny": 1 / 64}, log=True) == "tiny"
+
+
+def test_softmax_and_mix_match_torch():
+    a = path.answer_softmax()
+    p = F.softmax(torch.tensor([2.0, 1.0, 0.0], dtype=torch.float64), -1).numpy()
+    np.testing.assert_allclose(a.matrix[0], p, atol=1e-12)
+    assert a.correct == "p67" and a.values["p"] == f"{p.max():.3g}"
+    assert path.answer_mix().values["out"] == "6"
+
+
+def test_worked_example_row_is_the_softmax_of_scaled_scores():
+    from viz_core import mechanics as mech
+    a = path.answer_qk()
+    x = torch.tensor(mech.WORKED_X, dtype=torch.float64)
+    q, k = x @ torch.tensor(mech.WORKED_WQ), x @ torch.tensor(mech.WORKED_WK)
+    w = F.softmax(q @ k.T / np.sqrt(2), -1).numpy()
+    np.testing.assert_allclose(a.matrix, w, atol=1e-9)
+    assert a.correct == ("self", "south", "bean")[int(w[0].argmax())]
+
+
+def test_masks_block_what_they_say():
+    c = path.answer_causal()
+    n = len(path.CAUSAL_TOKENS)
+    assert c.correct == "above" and int(c.values["hidden"]) == n * (n - 1) // 2
+    assert np.all(c.matrix[c.mask] == 0) and np.allclose(c.matrix.sum(-1), 1)
+    p = path.answer_padding()
+    assert p.correct == "zero" and np.all(p.matrix[:3, 3:] == 0) and np.allclose(p.matrix.sum(-1), 1)
+
+
+def test_scaling_kv_cache_order_waves_norms():
+    s = path.answer_saturation()
+    assert s.correct == "p1" and float(s.values["raw"]) > 0.9 and float(s.values["scaled"]) < 0.5
+    assert abs(float(s.values["var"]) - 512) < 0.1 * 512  # Var(q.k) = d_k
+    assert path.answer_saturation(d_k=1).correct != "p1"  # small d_k: not saturated, another answer
+    h = path.answer_heads()
+    assert h.correct == "eighth" and h.values["ratio"] == "1/8"
+    assert path.answer_heads("gpt2").correct == "same"  # GPT-2 has as many K/V heads as query heads
+    assert path.answer_order().correct == "moves" and float(path.answer_order().values["diff"]) < 1e-12
+    w = path.answer_waves()
+    assert w.correct == "first"
+    np.testing.assert_allclose([float(v) for v in w.values["pe4"].split(", ")],
+                               [np.sin(4), np.cos(4), np.sin(4 / 100), np.cos(4 / 100)], atol=5e-4)
+    ln = path.answer_layernorm()
+    ref = F.layer_norm(torch.tensor([1.0, 2, 3, 4], dtype=torch.float64), (4,))
+    assert ln.correct == "zero_one" and ln.values["y"] == ", ".join(f"{v:.3f}" for v in ref.tolist())
+    r = path.answer_residual(depth=12)
+    assert r.correct == "larger" and float(r.values["post"]) == pytest.approx(1.0, abs=1e-3)
+
+
+def test_optimizer_race_answer_is_the_lowest_final_loss():
+    a = path.answer_optimizer()
+    losses = {n: float(a.values[n]) for n in path.RACERS}
+    assert a.correct == min(losses, key=losses.get) == "momentum"
+    assert path.answer_optimizer(steps=300).correct in ("momentum", "adam")  # both reach ~1e-13 by then
+
+
+def _translator(maps: np.ndarray):
+    """A stand-in for a trained translator whose last-layer cross attention is `maps` (H, T, N)."""
+    n = maps.shape[-1]
+    result = SimpleNamespace(maps={"dec.0.cross_attn": maps}, src=[str(i) for i in range(n)],
+                             tgt_in=["<bos>"] + [str(i) for i in range(maps.shape[1] - 1)])
+    return SimpleNamespace(attention=lambda text: result, translate=lambda text: "x",
+                           config=SimpleNamespace(n_dec_layers=1))
+
+
+@pytest.mark.parametrize("shape, expected", [("anti", "anti"), ("diagonal", "diagonal"), ("uniform", "uniform")])
+def test_reverse_answer_follows_the_cross_attention(shape, expected):
+    n = 5
+    eye = np.eye(n + 1, n)
+    maps = {"anti": np.flip(np.eye(n), 1), "diagonal": np.eye(n), "uniform": np.full((n, n), 1 / n)}[shape]
+    maps = np.concatenate([maps, np.full((1, n), 1 / n)])[None].repeat(2, 0)  # (H 2, T n + 1, N n)
+    assert eye.shape == maps.shape[1:]
+    assert path.answer_reverse(_translator(maps)).correct == expected
+
+
+@pytest.mark.parametrize("pattern, expected", [("special", "special"), ("next", "next"), ("even", "even")])
+def test_sinks_answer_follows_the_weights(pattern, expected):
+    n = 8
+    special = np.zeros(n, bool)
+    special[[0, -1]] = True
+    w = {"special": np.tile(np.eye(n)[0], (n, 1)), "next": np.eye(n, k=1) + np.eye(n, k=-(n - 1)),
+         "even": np.full((n, n), 1 / n)}[pattern]
+    weights = np.broadcast_to(w, (2, 3, n, n)).astype(np.float32)
+    a = path.answer_sinks([str(i) for i in range(n)], weights, special)
+    assert a.correct == expected and a.matrix.shape == (2, 3)
