@@ -86,6 +86,16 @@ def widget(at: AppTest, kind: str, key: str):
     raise KeyError(key)
 
 
+def page_links(at: AppTest) -> list[tuple[str, dict[str, str], str]]:
+    """(page stem, query parameters, label) of every page link in the page's main area. The default page
+    (Attention) is served at the root address: its links name no page."""
+    from urllib.parse import parse_qsl
+
+    from app_pages._ui.nav import DEFAULT_PAGE
+    return [(el.proto.page.rsplit("/", 1)[-1].removesuffix(".py") or DEFAULT_PAGE,
+             dict(parse_qsl(el.proto.query_string)), el.proto.label) for el in at.main.get("page_link")]
+
+
 def page_store(at: AppTest, page: str) -> dict[str, str]:
     """The values a page's controls hold (app_pages/_ui/state.py's store), as their address text."""
     from app_pages._ui.state import STORE, to_text

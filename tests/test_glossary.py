@@ -6,14 +6,13 @@ from __future__ import annotations
 import json
 import re
 from pathlib import Path
-from urllib.parse import parse_qsl
 
 import pytest
 
 from app_pages import _ui as ui
-from app_pages._ui.nav import DEFAULT_PAGE, PAGES
+from app_pages._ui.nav import PAGES
 from app_pages._ui.state import STORE
-from tests.conftest import assert_clean, assert_opens_in_state, run_page, widget
+from tests.conftest import assert_clean, assert_opens_in_state, page_links, run_page, widget
 from viz_core import i18n
 from viz_core.learning import glossary
 from viz_core.lm.corpus import clean
@@ -148,14 +147,11 @@ def _entries(at) -> list[str]:
     return [m.value.split("**")[1] for m in at.main.markdown if m.value.startswith("**") and " · :small[" in m.value]
 
 
-def _links(at) -> list[tuple[str, dict, str]]:
-    return [(el.proto.page, dict(parse_qsl(el.proto.query_string)), el.proto.label)
-            for el in at.main.get("page_link")]
+_links = page_links
 
 
 def _expected_link(term: glossary.Term, lang: str) -> tuple[str, dict, str]:
-    page = "" if term.page == DEFAULT_PAGE else term.page  # the default page is served at the root address
-    return page, _query(lang, term), i18n.t(f"glossary.{term.id}_where", lang)
+    return term.page, _query(lang, term), i18n.t(f"glossary.{term.id}_where", lang)
 
 
 @pytest.mark.parametrize("lang", i18n.LANGUAGES)

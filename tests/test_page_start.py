@@ -3,14 +3,12 @@ then the app's answer), the answers equal to what viz_core computes, every link 
 state, progress in the address, the summary and the teacher's ?step= link."""
 from __future__ import annotations
 
-from urllib.parse import parse_qsl
 
 import numpy as np
 import pytest
 
-from app_pages._ui.nav import DEFAULT_PAGE
 from app_pages._ui.training_job import shipped_path
-from tests.conftest import assert_clean, assert_opens_in_state, figures, run_page, widget
+from tests.conftest import assert_clean, assert_opens_in_state, figures, page_links, run_page, widget
 from viz_core import i18n
 from viz_core.learning import path
 from viz_core.lm.training import load_lm
@@ -32,9 +30,7 @@ def answers() -> dict[str, path.Answer]:
 
 
 def _links(at) -> list[tuple[str, dict]]:
-    """(page stem, query) of every page link in the main area; the default page (Attention) is served at ''."""
-    return [(el.proto.page.rsplit("/", 1)[-1].removesuffix(".py") or DEFAULT_PAGE, dict(parse_qsl(el.proto.query_string)))
-            for el in at.main.get("page_link")]
+    return [(page, query) for page, query, _ in page_links(at)]
 
 
 def _prediction(at, step):

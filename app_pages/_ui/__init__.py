@@ -11,11 +11,13 @@ import html
 import re
 from collections.abc import Callable, Sequence
 from typing import Any
+from urllib.parse import urlencode
 
 import streamlit as st
 from streamlit.runtime.scriptrunner import get_script_run_ctx
 
 from viz_core import i18n
+from viz_core.learning.glossary import term as glossary_term  # (app_pages._ui.glossary is the view)
 from viz_core.errors import InputError, report_unexpected
 from viz_core.plots.common import PLOTLY_CONFIG
 
@@ -263,18 +265,15 @@ def link(page: str, label: str, params: dict[str, Any] | None = None, container=
 
 def glossary_href(term: str) -> str:
     """The address of a glossary entry (the Start page's glossary, that term first), in the current language."""
-    params = {"part": "glossary", "term": term} | ({state.LANG: lang()} if lang() != state.DEFAULT_LANG else {})
-    return "start?" + "&".join(f"{k}={v}" for k, v in params.items())
+    return "start?" + urlencode({"part": "glossary", "term": term} | state.link_params(lang(), {}))
 
 
 def glossed(text: str) -> str:
     """Our own markdown with glossary marks: [[softmax]] or [[softmax|the softmax]] becomes a link to that entry of
     the glossary (it opens in a new tab, as Streamlit opens every markdown link, so this page stays as it is).
     Only for texts we write (locale strings): a typed text goes through plain_md."""
-    from viz_core.learning import glossary
-
     def link(m: re.Match) -> str:
-        term = glossary.term(m[1])  # KeyError for a term the glossary lacks (tests/test_glossary.py reads every mark)
+        term = glossary_term(m[1])  # KeyError for a term the glossary lacks (tests/test_glossary.py reads every mark)
         shown = m[2] or t(f"glossary.{term.id}_name")
         return f"[{shown}]({glossary_href(term.id)})"
     return i18n.GLOSSARY_MARK.sub(link, text)

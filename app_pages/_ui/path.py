@@ -138,10 +138,9 @@ def answer_figure(step: path.Step, a: path.Answer):
     rows = [t(f"start.row_{r}") if r in ROW_WORDS else r for r in a.rows]
     x, y = a.axes
     value_name = {"sinks": "start.value_share", "waves": "start.value_pe"}.get(step.id, "start.value_weight")
-    fig = figures.matrix_heatmap(a.matrix, rows, a.cols, title=t(f"start.{step.id}_fig"), x_title=t(f"start.axis_{x}"),
-                                 y_title=t(f"start.axis_{y}"), value_name=t(value_name), signed=a.signed,
-                                 mask=a.mask, height=_height(a.matrix.shape[0]))
-    return fig
+    return figures.matrix_heatmap(a.matrix, rows, a.cols, title=t(f"start.{step.id}_fig"), x_title=t(f"start.axis_{x}"),
+                                  y_title=t(f"start.axis_{y}"), value_name=t(value_name), signed=a.signed,
+                                  mask=a.mask, height=_height(a.matrix.shape[0]))
 
 
 def _height(n_rows: int) -> int | None:
