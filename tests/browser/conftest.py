@@ -142,6 +142,14 @@ def wait_done(page, timeout_ms: int = 120_000) -> None:
     page.wait_for_selector(DONE, timeout=timeout_ms)
 
 
+def tick_labels(page, axis: str, chart: str = "") -> list[str]:
+    """Tick labels on `axis` ("x" or "y") of `chart` (a CSS selector; default: the page's first chart), read once
+    plotly has drawn them: plotly draws after the script run has ended."""
+    ticks = page.locator(f"{chart} .{axis}axislayer-above .{axis}tick text".strip())
+    ticks.first.wait_for()
+    return ticks.all_text_contents()
+
+
 def screenshot(page, name: str) -> Path:
     SHOTS.mkdir(parents=True, exist_ok=True)
     path = SHOTS / f"{name}.png"

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from tests.browser.conftest import (DONE, assert_no_exception, pick, screenshot, streamlit_server, type_text,
-                                    wait_done)
+from tests.browser.conftest import (DONE, assert_no_exception, pick, screenshot, streamlit_server, tick_labels,
+                                    type_text, wait_done)
 from tests.pretrained.tiny_models import SENTENCE, fake_hub_cache
 from viz_core import i18n
 
@@ -75,7 +75,7 @@ def test_one_click_switches_to_the_chinese_model(browser, server_with_chinese_mo
         page.get_by_text("2 层 × 4 个头").first.wait_for(timeout=60_000)  # the tiny Chinese BERT's info line
         page.wait_for_selector(DONE)
         assert "[UNK]" not in alerts(page) and "model=bert-base-chinese" in page.url
-        ticks = page.locator(".yaxislayer-above .ytick text").all_text_contents()
+        ticks = tick_labels(page, "y")
         assert ticks[1:6] == list("我今天在图")  # its own tokens: one character each, none unknown
         assert_no_exception(page)
         screenshot(page, "attention-chinese-model-zh")
@@ -95,9 +95,9 @@ def test_long_input_names_every_label_or_says_it_skips(open_page, lang):
     box = i18n.t("attention.text_a_pair", lang)
     sixty = " ".join((words * 4)[:60])
     type_text(page, box, sixty)  # 60 words: every query named (smaller font), each with its position
-    ticks = page.locator(".yaxislayer-above .ytick text").all_text_contents()
+    ticks = tick_labels(page, "y")
     assert len(ticks) == _n_tokens(sixty) and ticks[:4] == ["0·[CLS]", "1·every", "2·token", "3·looks"]
-    keys = page.locator(".xaxislayer-above .xtick text").all_text_contents()
+    keys = tick_labels(page, "x")
     assert keys[0] == "0·[CLS]" and set(keys) <= set(ticks) and 2 * len(keys) >= len(ticks)  # as many as fit
     note = "each label carries its token's position" if lang == "en" else "每个标签都注明词元的位置"
     assert note in main_text(page)
@@ -105,7 +105,7 @@ def test_long_input_names_every_label_or_says_it_skips(open_page, lang):
 
     long = " ".join((words * 12)[:180])
     type_text(page, box, long)  # 180 words (194 tokens): one label in 3, numbered, and said so
-    ticks = page.locator(".yaxislayer-above .ytick text").all_text_contents()
+    ticks = tick_labels(page, "y")
     assert ticks[:3] == ["0·[CLS]", "3·looks", "6·other"] and len(ticks) == -(-_n_tokens(long) // 3)
     note = "the query axis names one token in 3" if lang == "en" else "查询轴每 3 个词元只标出一个"
     assert note in main_text(page)
@@ -118,7 +118,7 @@ def test_narrow_screen_names_fewer_keys_with_their_positions(open_page):
     words = "every token looks at the other tokens and attention lets each one pick what matters".split()
     sixty = " ".join((words * 4)[:60])
     page = open_page("/?lang=en&text=" + sixty.replace(" ", "%20"), width=420, height=3000)
-    keys = page.locator(".xaxislayer-above .xtick text").all_text_contents()
+    keys = tick_labels(page, "x")
     positions = [int(k.split("·")[0]) for k in keys]
     assert 4 < len(keys) < _n_tokens(sixty) and positions[0] == 0
     gaps = {b - a for a, b in zip(positions, positions[1:])}

@@ -9,7 +9,7 @@ import re
 import pytest
 
 from tests.browser.conftest import (assert_no_exception, open_tab, pick, picked, screenshot, switch_language, tick,
-                                    ticked, type_text, wait_done)
+                                    tick_labels, ticked, type_text, wait_done)
 
 pytestmark = pytest.mark.browser
 
@@ -18,11 +18,11 @@ SINKS = ".st-key-lm-sinks .js-plotly-plot"
 
 
 def y_ticks(page, chart: str) -> list[str]:
-    return page.locator(f"{chart} .ytick text").all_text_contents()
+    return tick_labels(page, "y", chart)
 
 
 def x_ticks(page, chart: str) -> list[str]:
-    return page.locator(f"{chart} .xtick text").all_text_contents()
+    return tick_labels(page, "x", chart)
 
 
 def test_lens_sinks_and_a_link_into_mechanics(open_page):

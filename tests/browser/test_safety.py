@@ -12,7 +12,7 @@ from urllib.parse import quote
 import pytest
 
 from tests.browser.conftest import (assert_no_exception, choose, open_tab, pick, screenshot, the_open_tab,
-                                    wait_done)
+                                    tick_labels, wait_done)
 from viz_core import i18n
 from viz_core.seq2seq.training import checkpoint_files, load_checkpoint
 
@@ -116,7 +116,7 @@ def test_typed_markup_is_drawn_as_text(open_page):
     pick(page, i18n.t("positions.part", "en"), i18n.t("positions.part_order", "en"))
     type_into(page, i18n.t("positions.tokens", "en"), "<b>word</b> <i>x</i> & __class__ cat")
     assert_no_exception(page)
-    ticks = page.eval_on_selector_all(".js-plotly-plot .ytick text", "els => els.map(e => e.textContent)")
+    ticks = tick_labels(page, "y", ".js-plotly-plot")
     assert "<b>word</b>" in ticks and "<i>x</i>" in ticks and "&" in ticks, ticks
     assert page.locator(".js-plotly-plot .ytick text b, .js-plotly-plot .ytick text [style*='bold']").count() == 0
     screenshot(page, "safety-typed-markup-en")
