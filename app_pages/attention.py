@@ -10,9 +10,11 @@ import streamlit as st
 
 from app_pages import _ui as ui
 from app_pages._ui import attention as cached
+from app_pages._ui import compare as compare_view
 from app_pages._ui import decoder as decoder_view
 from app_pages._ui import importance as importance_view
 from app_pages._ui import models
+from app_pages._ui import qk_map as qk_view
 from viz_core import export
 from viz_core.errors import InputError
 from viz_core.plots import attention as plots
@@ -20,7 +22,8 @@ from viz_core.plots.common import placeholder_figure
 from viz_core.pretrained import catalog, head_analysis
 from viz_core.pretrained.result import AttentionResult
 
-VIEWS = ("head", "grid", "lines", "aggregate", "stats", "sinks", "lens", "importance", "export")
+VIEWS = ("head", "grid", "lines", "aggregate", "stats", "compare", "qkmap", "sinks", "lens", "importance", "export")
+OPTIONS = {"compare": ("auto",), "qkmap": ()}  # the display options a view uses (others: hide and auto)
 DECODER_VIEWS = ("lens",)  # views only a decoder has (the logit lens reads next-token predictions)
 GRID_THUMB = 32  # tiles are at most 32 x 32 cells: a 6 x 12 grid stays light at 512 tokens
 t = ui.t
@@ -204,9 +207,11 @@ def choose(r: AttentionResult, view: str, has_pair: bool) -> Chosen:
     first_layer, first_head = head_analysis.clearest_head(weights)  # open on a head with a clear pattern
     layer = ui.selectbox(t("attention.layer"), range(n_layers), "layer", first_layer, container=c1)
     head = ui.selectbox(t("attention.head"), range(n_heads), "head", first_head, container=c2, on_change=follow_head)
+    options = OPTIONS.get(view, ("hide", "auto"))
     with c3:
-        hide = ui.checkbox(t("attention.hide_special"), "hide", False)
-        auto = ui.checkbox(t("attention.auto_scale"), "auto", True, help=t("attention.auto_scale_help"))
+        hide = "hide" in options and ui.checkbox(t("attention.hide_special"), "hide", False)
+        auto = "auto" in options and ui.checkbox(t("attention.auto_scale"), "auto", True,
+                                                 help=t("attention.auto_scale_help"))
     block = "all"
     if has_pair and view in ("head", "aggregate"):
         block = ui.radio(t("attention.block"), head_analysis.SEGMENT_BLOCKS, "block",
@@ -344,6 +349,18 @@ def view_stats(src: Source, c: Chosen) -> None:
     ui.latex(r"H_i = -\sum_j w_{ij}\log_2 w_{ij}, \qquad D_i = \sum_j w_{ij}\,|i-j|")
 
 
+def view_compare(src: Source, c: Chosen) -> None:
+    text2 = compare_view.variant_box()
+    compare_view.draw(compare_view.Input(src.name, src.text, src.pair, src.target, c.part, c.layer, c.head, c.auto),
+                      text2)
+
+
+def view_qkmap(src: Source, c: Chosen) -> None:
+    m = models.info(src.name)
+    unk = cached.result(src.name, src.text, src.pair, src.target).unk_token or "[UNK]"
+    qk_view.draw(src.name, src.kind, src.text, c.layer, c.head, unk=unk, model_name=m.name)
+
+
 def view_sinks(src: Source, c: Chosen) -> None:
     shares = cached.sinks(src.name, src.text, src.pair, src.target, c.part)
     decoder_view.sinks_view(shares, getattr(models.info(src.name), "architecture", None), "sinks_fig",
@@ -377,8 +394,8 @@ def view_export(src: Source, c: Chosen) -> None:
 
 
 VIEW_DRAWERS = {"head": view_head, "grid": view_grid, "lines": view_lines, "aggregate": view_aggregate,
-                "stats": view_stats, "sinks": view_sinks, "lens": view_lens, "importance": view_importance,
-                "export": view_export}
+                "stats": view_stats, "compare": view_compare, "qkmap": view_qkmap, "sinks": view_sinks,
+                "lens": view_lens, "importance": view_importance, "export": view_export}
 
 # ---------------------------------------------------------------- page
 ui.setup("attention")

@@ -38,6 +38,7 @@ KV_CHOICES = {"mha": None, "gqa": 2, "mqa": 1}  # with 4 query heads
 # ---------------------------------------------------------------- shared pieces
 def describe(lm, origin: str, task: str) -> None:
     info = lm.info
+    st.badge(t("common.looking_at"), icon=":material/visibility:", color="blue")
     st.info(t(f"lm.origin_{origin}", steps=info.get("steps", "?"), seconds=info.get("seconds", "?"),
               device=info.get("device", "cpu"), params=f"{info.get('params', 0):,}"))
     if origin == "trained" and cached.shipped(task) is not None:
@@ -74,8 +75,7 @@ def train_controls(task: str) -> None:
     st.caption(t("lm.device", device=str(device)))
     settings = LMTrainConfig(task=task, max_seconds=float(seconds), batch_size=batch, lr=lr, seed=int(seed),
                              force_cpu=force_cpu).to_dict()
-    cached.training.buttons(t("lm.train"), f"lm.go_{task}", f"lm.stop_{task}", cached.build_run,
-                            (settings, KV_CHOICES[kv] or 4))
+    cached.training.buttons(t("lm.train"), f"lm.go_{task}", cached.build_run, (settings, KV_CHOICES[kv] or 4))
 
 
 def phase_figs(history, marker_x=None, task: str | None = None) -> list:
@@ -126,7 +126,6 @@ def draw_job(job, run) -> None:
         text += " · " + t("lm.progress_ind", first=f"{m.first_loss:.2f}", rep=f"{m.repeat_loss:.2f}",
                           ind=f"{m.induction:.2f}")
     st.progress(1.0 if job.done else share, text=text)
-    st.button(t("lm.stop"), key="lm.live_stop", on_click=cached.training.stop, disabled=job.done)
     draw_pairs(live_figures(job, task, list(trainer.history)), "lm.live")
 
 
@@ -194,7 +193,7 @@ def story(lm) -> None:
     snap = snaps[i]
     st.caption(t("lm.snap_at", step=snap.step, prev=f"{snap.prev.max():.2f}", ind=f"{snap.induction.max():.2f}"))
     phase_figures(lm.history, "story", marker_x=snap.step, task="induction")
-    head_patterns(lm, snap)
+    head_patterns(lm, i)
     opened, box = ui.fold(t("lm.maps_fold"), "maps")  # drawn only while open: every chart costs a page switch
     if opened:
         with box:
@@ -202,24 +201,26 @@ def story(lm) -> None:
     downloads(lm)
 
 
-def head_patterns(lm, snap) -> None:
-    """The previous-token head and the induction head (chosen by the final scores) at the snapshot's step."""
-    final = lm.snapshots[-1]
-    prev_head = np.unravel_index(np.argmax(final.prev), final.prev.shape)
-    ind_head = np.unravel_index(np.argmax(final.induction), final.induction.shape)
+def head_patterns(lm, i: int) -> None:
+    """The previous-token head and the induction head (chosen by the final scores) at snapshot i, with Play: every
+    snapshot is a frame of the one figure, so the heads form in the browser without a rerun per frame."""
+    snaps = lm.snapshots
+    final = snaps[-1]
+    heads = [np.unravel_index(np.argmax(final.prev), final.prev.shape),
+             np.unravel_index(np.argmax(final.induction), final.induction.shape)]
     probe_ids = _probe_ids(lm)
     probe = lm.tokenizer.labels(probe_ids)
     st.markdown(t("lm.patterns_explain"))
-    c1, c2 = st.columns(2)
-    for col, (layer, head), kind, marks in (
-            (c1, prev_head, "prev", [(i, i - 1) for i in range(1, len(probe))]),
-            (c2, ind_head, "ind", target_cells(probe_ids))):
-        score = (snap.prev if kind == "prev" else snap.induction)[layer, head]
-        title = t(f"lm.{kind}_head", layer=int(layer), head=int(head), score=f"{score:.2f}")
-        with col:
-            ui.plot(figures.attention_marked(snap.maps[layer, head], probe, title=title, x_title=t("lm.key"),
-                                             y_title=t("lm.query"), value_name=t("lm.weight"), marks=marks,
-                                             mark_name=t(f"lm.{kind}_marks")), key=f"lm.pattern_{kind}")
+    maps = np.stack([[s.maps[h[0], h[1]] for h in heads] for s in snaps])  # (S, 2, N, N)
+    titles = [[t(f"lm.{kind}_head", layer=int(layer), head=int(head), score=f"{score[layer, head]:.2f}")
+               for kind, (layer, head), score in (("prev", heads[0], s.prev), ("ind", heads[1], s.induction))]
+              for s in snaps]
+    marks = [[(r, r - 1) for r in range(1, len(probe))], target_cells(probe_ids)]
+    ui.plot(figures.patterns_history(maps, [s.step for s in snaps], i, probe, titles, marks, x_title=t("lm.key"),
+                                     y_title=t("lm.query"), value_name=t("lm.weight"),
+                                     mark_names=[t("lm.prev_marks"), t("lm.ind_marks")], play=ui.play_labels()),
+            key="lm.patterns")
+    st.caption(t("lm.patterns_play"))
 
 
 def _probe_ids(lm) -> list[int]:
@@ -360,20 +361,18 @@ def step_view(lm, trace) -> None:
     k = ui.slider(t("lm.gen_step"), 1, max(n, 2), "gen_step", 1) if n > 1 else 1
     k = min(k, n)
     s = trace.steps[k - 1]
-    so_far = trace.ids[: len(trace.prompt) + k - 1]
-    labels = lm.tokenizer.labels(so_far)
     chosen = lm.tokenizer.labels([s.token])[0]
     st.caption(t("lm.step_caption", step=k, chosen=chosen, p=f"{s.sampled[s.token]:.3f}"))
-    c1, c2 = st.columns([2, 3])
-    with c1:
-        ui.plot(figures.next_token_bars(s.probs, s.sampled, lm.tokenizer.labels(range(lm.tokenizer.size)), s.token,
-                                        title=t("lm.bars_title", step=k), x_title=t("lm.probability"),
-                                        y_title=t("lm.token"), model_name=t("lm.model_probs"),
-                                        sampled_name=t("lm.sampled_probs")), key="lm.bars")
-    with c2:
-        ui.plot(figures.attention_row(s.attention, labels, title=t("lm.row_title", step=k), x_title=t("lm.key"),
-                                      y_title=t("lm.layer_head_axis"), value_name=t("lm.weight")), key="lm.row")
     vocab = lm.tokenizer.labels(range(lm.tokenizer.size))
+    keys = lm.tokenizer.labels(trace.ids[: len(trace.prompt) + n - 1])  # every token any step attends to
+    ui.plot(figures.generation_history(
+        np.stack([x.probs for x in trace.steps]), np.stack([x.sampled for x in trace.steps]),
+        [x.token for x in trace.steps], [x.attention for x in trace.steps], vocab, keys, k - 1,
+        titles=[t("lm.row_title", step=j + 1) for j in range(n)], bars_title=t("lm.bars_title"),
+        x_prob=t("lm.probability"), y_token=t("lm.token"), model_name=t("lm.model_probs"),
+        sampled_name=t("lm.sampled_probs"), x_key=t("lm.key"), y_head=t("lm.layer_head_axis"),
+        value_name=t("lm.weight"), play=ui.play_labels()), key="lm.generation")
+    st.caption(t("lm.gen_play"))
     csv = columns_csv({"step": list(range(1, n + 1)), "token": [vocab[x.token] for x in trace.steps],
                        "p_token": [x.sampled[x.token] for x in trace.steps]})
     ui.download(t("lm.download_gen"), npz_bytes(vocab=vocab, tokens=[vocab[i] for i in trace.ids],
@@ -393,20 +392,22 @@ def cache_tab() -> None:
     model = cached.variant_model(KV_CHOICES[kind] or 4, vocab, max_len)
     st.caption(t("lm.cache_model", layers=model.cfg.n_layers, heads=model.cfg.n_heads, kv=model.cfg.kv_heads,
                  d_k=model.cfg.d_k))
-    length = ui.slider(t("lm.cache_len"), 2, max_len, "cache_len", min(48, max_len))
+    # T = the tokens the cache holds: the table, the shapes, the bytes and the exactness check are all for this T
+    length = ui.slider(t("lm.cache_len"), 2, max_len - 1, "cache_len", min(48, max_len - 1),
+                       help=t("lm.cache_len_help"))
     cache_growth(model, length)
     exactness(model, length)
     speed(kind)
 
 
 def cache_growth(model, length: int) -> None:
-    trace = generate(model, [0], length - 1, temperature=0.0)
+    trace = generate(model, [0], length, temperature=0.0)  # step j feeds token j: after T steps the cache holds T
     rows = [{t("lm.col_layer"): i, t("lm.col_k"): str(shape), t("lm.col_v"): str(shape),
              t("lm.col_bytes"): f"{cache_bytes(model.cfg, shape[2], batch=shape[0], n_layers=1):,}"}
             for i, shape in enumerate(trace.cache_shapes[-1])]
-    st.markdown(t("lm.cache_table", tokens=length - 1, total=f"{trace.cache_bytes[-1]:,}"))
+    st.markdown(t("lm.cache_table", tokens=length, total=f"{trace.cache_bytes[-1]:,}"))
     st.dataframe(rows, hide_index=True)
-    steps = list(range(1, length))
+    steps = list(range(1, length + 1))
     series = [(t(f"lm.kv_{k}"), [cache_bytes(replace(model.cfg, n_kv_heads=kv), n) / 1024 for n in steps])
               for k, kv in KV_CHOICES.items()]
     series.append((t("lm.measured"), [b / 1024 for b in trace.cache_bytes]))

@@ -69,8 +69,10 @@ def _step_options():
     causal = ui.checkbox(ui.t("mechanics.opt_causal"), "causal", False, container=c2)
     train = ui.checkbox(ui.t("mechanics.opt_dropout"), "train", False, container=c3,
                         help=ui.t("mechanics.opt_dropout_help"))
-    p = ui.slider(ui.t("mechanics.opt_p"), 0.05, 0.9, "p", 0.2, step=0.05, container=c4, disabled=not train)
-    return scale, causal, (p if train else 0.0)
+    if not train:  # no greyed-out slider (its label read at contrast 2.3): say where p comes from instead
+        c4.caption(ui.t("mechanics.opt_p_off"))
+        return scale, causal, 0.0
+    return scale, causal, ui.slider(ui.t("mechanics.opt_p"), 0.05, 0.9, "p", 0.2, step=0.05, container=c4)
 
 
 def _worked_source(scale, causal, p, seed):
@@ -239,8 +241,8 @@ def _mask_inputs():
         kind = ui.selectbox(ui.t("mechanics.mask_kind"), mech.MASK_KINDS, "kind", "causal_padding",
                             format_func=_mask_kind_name)
         item = ui.slider(ui.t("mechanics.item"), 0, mech.MAX_BATCH - 1, "item", 2)
-        query = ui.text(ui.t("mechanics.cross_query"), "mq", "le chat dort", max_chars=200,
-                        disabled=kind != "cross")
+        query = ui.text(ui.t("mechanics.cross_query"), "mq", "le chat dort", max_chars=200) if kind == "cross" \
+            else ui.stored("mq", "le chat dort")  # drawn only where it counts (a greyed-out box is hard to read)
     return text, side, kind, item, query
 
 

@@ -298,7 +298,9 @@ def part_order() -> None:
     c1, c2, c3 = st.columns([2, 1, 1])
     kind = ui.radio(ui.t("positions.perm"), P.PERMUTATIONS, "perm", container=c1,
                     format_func=lambda k: ui.t(f"positions.perm_{k}"))
-    seed = ui.number(ui.t("positions.seed"), 0, 9999, "seed", 0, container=c2, disabled=kind != "shuffle")
+    # the seed only where it counts (a greyed-out box is hard to read)
+    seed = ui.number(ui.t("positions.seed"), 0, 9999, "seed", 0, container=c2) if kind == "shuffle" \
+        else ui.stored("seed", 0)
     d_model = ui.slider(ui.t("positions.order_d"), 2, 64, "od", 8, container=c3)
     try:
         no_pe, with_pe = cached.order(tuple(P.parse_tokens(text)), kind, int(seed), d_model)

@@ -22,6 +22,7 @@ from viz_core.seq2seq.training import (TrainConfig, check_fits, checkpoint_zip, 
 
 ui.setup("train")
 t = ui.t
+shared = ui.SharedFigures(plots)  # figures cached by their inputs
 
 PRESETS = {  # d_model, heads, layers (encoder and decoder each), d_ff
     "tiny": (32, 2, 1, 64),
@@ -56,6 +57,7 @@ def pct(x: float) -> str:
 
 def describe_model(model, origin: str) -> None:
     info = model.info
+    st.badge(t("common.looking_at"), icon=":material/visibility:", color="blue")
     st.info(t(f"train.origin_{origin}", steps=info.get("steps", "?"), seconds=info.get("seconds", "?"),
               device=info.get("device", "cpu")))
     accuracy_by_length(model)
@@ -165,7 +167,7 @@ def train_tab(task):
         ui.plot(schedule_figure(model_cfg, train_cfg), key="train.schedule_fig")
     if cached.training.running():
         st.caption(t("train.running_note"))
-    cached.training.buttons(t("train.go"), "train.go", "train.stop", cached.build_run,
+    cached.training.buttons(t("train.go"), "train.go", cached.build_run,
                             ("train", task, [("run", model_cfg, train_cfg)]), refused=err is not None)
     return model_cfg, train_cfg
 
@@ -286,7 +288,15 @@ def snapshots_tab(model) -> None:
     src = model.task.tokenize(model.task.example)
     tgt_in = ["<bos>"] + (model.task.solve(src) or [])
     st.caption(t("train.snap_at", step=snap.step))
-    draw_maps(snap.maps[CAPTURE[kind].format(layer)], kind, "all", src, tgt_in, "train.snap_fig")
+    name = CAPTURE[kind].format(layer)
+    rows, cols, x, y, mask = axes_for(kind, src, tgt_in)
+    maps = np.stack([s.maps[name] for s in snaps])  # (S, H, Nq, Nk)
+    titles = [t("train.head_n", h=h) for h in range(maps.shape[1])]
+    ui.plot(shared.attention_heads_history(maps, [s.step for s in snaps], i, rows, cols, titles,
+                                           title=t("train.snap_title"), x_title=x, y_title=y,
+                                           value_name=t("train.weight"), mask=mask, play=ui.play_labels()),
+            key="train.snap_fig")
+    st.caption(t("train.snap_play"))
     if model.history:
         ui.plot(curves([(t("train.this_model"), model.history)], marker_x=snap.step), key="train.snap_curves")
 
@@ -347,8 +357,8 @@ def compare_tab(task, base: ModelConfig, train_cfg: TrainConfig) -> dict:
     refused = next((e for e in errors if e is not None), None)
     if refused is not None:  # the same budget as the Train tab, for every variant
         ui.show_error(refused)
-    cached.training.buttons(t("train.cmp_go"), "train.cmp_go", "train.cmp_stop", cached.build_run,
-                            (f"compare:{kind}", task, runs), refused=refused is not None, primary=False)
+    cached.training.buttons(t("train.cmp_go"), "train.cmp_go", cached.build_run, (f"compare:{kind}", task, runs),
+                            refused=refused is not None, primary=False)
     stored = cached.training.comparisons().get((task.name, kind))
     if stored and not cached.training.running():
         ui.plot(curves(stored), key="train.cmp_curves")
@@ -387,6 +397,21 @@ def draw_job(job, run) -> None:
     drawn = run.curves()
     if drawn:
         ui.plot(curves(drawn), key="train.live_curves")
+
+
+def finished_panel() -> bool:
+    """After a run ends, its curves stay where the live ones were (the same chart, now under a green "finished"
+    badge) instead of reappearing at the bottom of the Train tab; until the next run. True when drawn."""
+    result = cached.training.result()
+    if result is None or result.status != "ok" or result.reason == "unstarted" or cached.training.running():
+        return False
+    model, origin = cached.training.current(result.task)
+    if origin != "trained" or model is None or not model.history:
+        return False
+    with st.container(border=True, key="train-finished"):
+        st.badge(t("common.finished_badge"), icon=":material/check_circle:", color="green")
+        ui.plot(curves([(t("train.this_model"), model.history)]), key="train.live_curves")
+    return True
 
 
 def result_text(result) -> str:
@@ -434,6 +459,7 @@ ui.latex(r"q_t(v) = (1-\varepsilon)\,\mathbf{1}[v = y_t] + \varepsilon / V")
 cached.training.collect()  # a finished job: keep its model (or a comparison's curves) and why it stopped
 cached.training.live(draw_job)  # progress of a running job, first thing under the intro: seen from every tab, and
 #                                 drawn before the rest of the page when Train is pressed
+finished = finished_panel()  # the run that just ended: its curves stay in place
 try:
     task = choose_task()
 except InputError as exc:
@@ -450,7 +476,7 @@ tab, tabs = ui.tabs(TABS, "tab", format_func=lambda k: t(f"train.tab_{k}"))
 with tabs[tab]:  # only the open tab is drawn
     if tab == "train":
         model_cfg, train_cfg = train_tab(task)
-        if not cached.training.running() and model is not None and model.history:
+        if not cached.training.running() and not finished and model is not None and model.history:
             ui.plot(curves([(t("train.this_model"), model.history)]), key="train.curves")
     elif tab == "compare":
         with st.expander(t("train.cmp_settings")):

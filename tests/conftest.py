@@ -2,10 +2,12 @@
 from __future__ import annotations
 
 import asyncio
+import base64
 import json
 import threading
 from pathlib import Path
 
+import numpy as np
 import pytest
 from streamlit.testing.v1 import AppTest
 
@@ -46,6 +48,14 @@ def figures(at: AppTest) -> list[dict]:
     """The page's plotly figures as data (what plotly.js receives), whichever JSON engine wrote them: plotly uses
     orjson when it is importable (non-ASCII as is, no spaces) and json otherwise (\\u escapes, spaces)."""
     return [json.loads(chart.proto.spec) for chart in at.get("plotly_chart")]
+
+
+def plotly_array(value) -> np.ndarray:
+    """A figure array as plotly.js receives it: a list, or a typed array {dtype, bdata (base64), shape}."""
+    if isinstance(value, dict):
+        shape = [int(n) for n in str(value.get("shape", "-1")).split(",")]
+        return np.frombuffer(base64.b64decode(value["bdata"]), dtype=np.dtype(value["dtype"])).reshape(shape)
+    return np.array(value, dtype=float)
 
 
 def figure_text(at: AppTest) -> str:

@@ -3,13 +3,12 @@ page (its own models, offline) and on the Attention page (tiny random GPT-2 and 
 server folders), in both languages; links into Mechanics, Positions and Anatomy open them in the promised state."""
 from __future__ import annotations
 
-import base64
 
 import numpy as np
 import pytest
 import torch
 
-from tests.conftest import assert_clean, figures, run_page, widget
+from tests.conftest import assert_clean, figures, plotly_array, run_page, widget
 from viz_core.lm.lens import logit_lens
 from viz_core.lm.training import load_lm
 from viz_core.pretrained.head_analysis import sink_shares
@@ -22,12 +21,7 @@ def _heatmap(fig: dict) -> dict:
     return next(tr for tr in fig["data"] if tr["type"] == "heatmap")
 
 
-def _array(value) -> np.ndarray:
-    """A figure array as plotly.js receives it: a list, or a typed array {dtype, bdata (base64), shape}."""
-    if isinstance(value, dict):
-        shape = [int(n) for n in str(value.get("shape", "-1")).split(",")]
-        return np.frombuffer(base64.b64decode(value["bdata"]), dtype=np.dtype(value["dtype"])).reshape(shape)
-    return np.array(value, dtype=float)
+_array = plotly_array
 
 
 def _z(fig: dict) -> np.ndarray:

@@ -1,8 +1,13 @@
 """AppTest of the Language-model page: opens on the shipped induction story, every tab draws, training runs as a
 background job and its model replaces the shipped one, bad input shows an error; English and Chinese."""
+import numpy as np
 import pytest
 
-from tests.conftest import assert_clean, figure_text, figures, run_page, widget
+from app_pages._ui.training_job import shipped_path
+from tests.conftest import assert_clean, figure_text, figures, plotly_array, run_page, widget
+from viz_core.lm.charset import never_generated
+from viz_core.lm.generate import generate
+from viz_core.lm.training import load_lm
 
 TIMEOUT = 240  # a first run loads torch and two checkpoints on a busy 2-core machine
 
@@ -36,14 +41,35 @@ def test_opens_on_the_shipped_induction_story(lang, title, tab_labels):
     assert [t.label for t in at.tabs] == tab_labels
     assert ("shipped with the app" if lang == "en" else "随应用附带") in texts(at.info)
     specs = figures(at)
-    assert len(specs) == 4  # two curve panels, two head patterns (your sequence: its own tab; the score maps open)
+    assert len(specs) == 3  # two curve panels, the two head patterns (your sequence: its own tab; the score maps open)
     assert [e.label for e in at.expander][-1] == (
         "Every head's previous-token and induction score at this step (layer × head maps)" if lang == "en"
         else "这一步每个头的前一词元分数与归纳分数（层 × 头热力图）")
     opened = open_lm({"lang": lang, "maps": "1"})
-    assert len(figures(opened)) == 6 and sum("colorscale" in d for f in figures(opened) for d in f["data"]) >= 4
+    assert len(figures(opened)) == 5 and sum("colorscale" in d for f in figures(opened) for d in f["data"]) >= 4
     assert any(fig["layout"].get("yaxis", {}).get("autorange") == "reversed" for fig in specs)
     assert not at.error
+
+
+@pytest.mark.parametrize("lang", ["en", "zh"])
+def test_the_heads_form_when_played(lang):
+    """Issue #24: the two head patterns are one figure with a frame per training snapshot (the shipped model's own
+    maps and scores), opening on the slider's snapshot, with Play / Pause."""
+    at = open_lm({"lang": lang, "snap": "3"})
+    assert_clean(at)
+    lm = load_lm(shipped_path("lm_induction"))
+    snaps = lm.snapshots
+    fig = next(f for f in figures(at) if f.get("frames"))
+    assert len(fig["frames"]) == len(snaps) and fig["layout"]["sliders"][0]["active"] == 3
+    final = snaps[-1]
+    prev = np.unravel_index(np.argmax(final.prev), final.prev.shape)
+    ind = np.unravel_index(np.argmax(final.induction), final.induction.shape)
+    for frame, snap in zip(fig["frames"], snaps):
+        np.testing.assert_allclose(plotly_array(frame["data"][0]["z"]), snap.maps[prev], atol=1e-6)
+        np.testing.assert_allclose(plotly_array(frame["data"][1]["z"]), snap.maps[ind], atol=1e-6)
+        assert f"{snap.induction[ind]:.2f}" in frame["layout"]["annotations"][1]["text"]
+    assert fig["layout"]["updatemenus"][0]["buttons"][0]["label"] == ("▶ Play" if lang == "en" else "▶ 播放")
+    assert fig["layout"]["yaxis"]["autorange"] == "reversed"
 
 
 def test_your_sequence_tab_draws_the_typed_tokens():
@@ -103,6 +129,17 @@ def test_generate_tab_draws_each_step(lang):
     at.slider(key="language_model.gen_step").set_value(5).run()
     assert_clean(at)
     assert ("step 5" if lang == "en" else "第 5 步") in figure_text(at)
+    fig = next(f for f in figures(at) if f.get("frames"))  # issue #24: every step is a frame, played in the browser
+    assert len(fig["frames"]) == 12 and fig["layout"]["sliders"][0]["active"] == 4
+    assert ("step 5" if lang == "en" else "第 5 步") in fig["layout"]["annotations"][0]["text"]
+    lm = load_lm(shipped_path("lm_chars"))
+    trace = generate(lm.model, lm.encode("The cat "), 12, temperature=0.0, top_p=0.95,
+                     never=never_generated(lm.tokenizer))  # the page's settings
+    for k, frame in enumerate(fig["frames"]):
+        z = plotly_array(frame["data"][2]["z"])  # (L*H, T_max): the new token's row, later keys empty
+        t_k = trace.steps[k].attention.shape[-1]
+        np.testing.assert_allclose(z[:, :t_k], trace.steps[k].attention.reshape(-1, t_k), atol=1e-6)
+        assert np.isnan(z[:, t_k:]).all()
 
 
 def test_cache_tab_proves_the_cache_exact_for_every_variant():
@@ -112,7 +149,10 @@ def test_cache_tab_proves_the_cache_exact_for_every_variant():
         widget(at, "radio", "language_model.cache_kv").set_value(kind).run()
         assert_clean(at)
         assert "max |logits with cache − logits recomputed| over 20 positions" in texts(at.success)
-    assert "(1, 1, 19, 16)" in str(at.dataframe[0].value)  # MQA: one key/value head
+    assert "(1, 1, 20, 16)" in str(at.dataframe[0].value)  # MQA: one key/value head, T = 20 tokens cached
+    assert "T = 20 tokens in the cache" in texts(at.markdown)  # the slider's T is the table's, the shapes' and bytes'
+    growth = next(f for f in figures(at) if "grows linearly" in f["layout"]["title"]["text"])
+    assert max(plotly_array(growth["data"][0]["x"])) == 20
 
 
 def test_training_runs_as_a_job_and_replaces_the_shipped_model_zh():
@@ -126,14 +166,14 @@ def test_training_runs_as_a_job_and_replaces_the_shipped_model_zh():
     assert origin == "trained" and lm.info["steps"] > 0 and lm.history and lm.snapshots
     assert "你训练的模型" in texts(at.info)
     assert "归纳头" in texts(at.success)
-    assert at.button(key="lm.stop_induction").disabled
+    assert not [b for b in at.button if b.key == "lm.live_stop"]  # the live panel (and its Stop) went with the run
 
 
 def test_stop_button_stops_a_long_run():
     at = open_lm({"lang": "en", "tab": "generate", "chars_seconds": "120"})
     at.button(key="lm.go_chars").click().run()
     job = at.session_state["_jobs.lm"]
-    at.button(key="lm.stop_chars").click().run()
+    at.button(key="lm.live_stop").click().run()  # the one Stop, in the live panel
     assert job.join(60) and job.status in ("stopped", "done")
     at.run()
     assert_clean(at)

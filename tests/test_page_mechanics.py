@@ -1,12 +1,11 @@
 """AppTest of the Mechanics page: every section in English and Chinese, widgets driven, real content checked, and bad
 input shown as an error element instead of a traceback."""
-import base64
 import json
 
 import numpy as np
 import pytest
 
-from tests.conftest import assert_clean, run_page, widget
+from tests.conftest import assert_clean, plotly_array, run_page, widget
 
 
 def _figures(at) -> list[dict]:
@@ -15,11 +14,7 @@ def _figures(at) -> list[dict]:
 
 def _z(fig: dict) -> np.ndarray:
     """The heatmap values of a figure spec (plotly may ship them as a base64 typed array)."""
-    z = fig["data"][0]["z"]
-    if isinstance(z, dict):
-        shape = [int(x) for x in str(z["shape"]).split(",")]
-        return np.frombuffer(base64.b64decode(z["bdata"]), dtype=z["dtype"]).reshape(shape)
-    return np.asarray(z, dtype=float)
+    return plotly_array(fig["data"][0]["z"])
 
 
 def _titles(at) -> list[str]:

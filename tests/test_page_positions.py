@@ -1,12 +1,11 @@
 """AppTest of the Positions page: every part draws real content in English and Chinese, widgets drive the figures,
 bad input shows a message instead of a traceback."""
-import base64
 import json
 
 import numpy as np
 import pytest
 
-from tests.conftest import assert_clean, run_page, widget
+from tests.conftest import assert_clean, plotly_array, run_page, widget
 from viz_core import positional as P
 
 
@@ -16,11 +15,7 @@ def _figure(at, i: int = 0) -> dict:
 
 def _z(trace: dict) -> np.ndarray:
     """A heatmap's z, decoded from plotly's typed-array JSON (or a plain list)."""
-    z = trace["z"]
-    if isinstance(z, dict):
-        shape = tuple(int(s) for s in str(z["shape"]).split(","))
-        return np.frombuffer(base64.b64decode(z["bdata"]), dtype=np.dtype(z["dtype"])).reshape(shape)
-    return np.asarray(z, dtype=float)
+    return plotly_array(trace["z"])
 
 
 def _metric(at, label_start: str) -> str:

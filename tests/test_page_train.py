@@ -1,7 +1,10 @@
 """AppTest of the Train page: opens with a shipped model, trains briefly, compares runs, shows errors, EN + ZH."""
+import numpy as np
 import pytest
 
-from tests.conftest import assert_clean, figure_text, figures, run_page, widget
+from app_pages._ui.training_job import shipped_path
+from tests.conftest import assert_clean, figure_text, figures, plotly_array, run_page, widget
+from viz_core.seq2seq.training import load_checkpoint
 
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")  # small models: one torch thread
@@ -34,6 +37,29 @@ def test_opens_with_the_shipped_model_and_only_the_open_tab_is_drawn_en():
     assert len(figures(at)) == 2  # snapshot maps + curves with the snapshot marker
 
 
+@pytest.mark.parametrize("lang", ["en", "zh"])
+def test_snapshots_play_in_the_browser_from_the_sliders_snapshot(lang):
+    """Issue #24: the snapshot maps carry one frame per snapshot (the shipped model's own maps), open on the
+    slider's snapshot, and have Play / Pause; the slider (and so the address) is not touched by playing."""
+    at = run_page("train", {"lang": lang, "tab": "snapshots", "snap": "2"})
+    assert_clean(at)
+    model = load_checkpoint(shipped_path("reverse"))  # the model the tab shows: the shipped one
+    fig = figures(at)[0]
+    snaps = model.snapshots
+    assert len(fig["frames"]) == len(snaps) and fig["layout"]["sliders"][0]["active"] == 2
+    assert [f["name"] for f in fig["frames"]] == [str(s.step) for s in snaps]
+    cross = [s.maps["dec.1.cross_attn"] for s in snaps]  # the tab opens on cross attention of the last layer
+    for frame, maps in zip(fig["frames"], cross):
+        for h, trace in enumerate(frame["data"]):
+            np.testing.assert_allclose(plotly_array(trace["z"]), maps[h], atol=1e-6)
+    labels = [b["label"] for b in fig["layout"]["updatemenus"][0]["buttons"]]
+    assert labels == (["▶ Play", "❚❚ Pause"] if lang == "en" else ["▶ 播放", "❚❚ 暂停"])
+    assert str(snaps[2].step) in fig["layout"]["title"]["text"]
+    # 8 heads in two rows: the key axis is named under the bottom row only (it ran into the head titles below)
+    titled = [k for k, v in fig["layout"].items() if k.startswith("xaxis") and v.get("title", {}).get("text")]
+    assert len(titled) == min(4, len(cross[0]))
+
+
 def test_decoding_step_slider_and_attention_kind():
     at = run_page("train", {"lang": "en", "tab": "decode"})
     at.slider(key="train.step").set_value(3).run()
@@ -60,7 +86,8 @@ def test_short_training_run_zh():
     assert "第 2 步" not in texts(at.success)
     table = at.table[0].value  # the accuracy of the trained model at every input length (1 and 2 digits)
     assert list(table.columns) == ["1", "2"] and "在第" in texts(at.caption)
-    assert at.button(key="train.stop").disabled  # no job left running
+    assert not [b for b in at.button if b.key == "train.live_stop"]  # no job left running: no live panel, no Stop
+    assert any(b.key == "train.go" and not b.disabled for b in at.button)
 
 
 def test_comparison_runs_side_by_side():

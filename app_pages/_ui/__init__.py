@@ -19,7 +19,7 @@ from streamlit.runtime.scriptrunner import get_script_run_ctx
 from viz_core import i18n
 from viz_core.learning.glossary import term as glossary_term  # (app_pages._ui.glossary is the view)
 from viz_core.errors import InputError, report_unexpected
-from viz_core.plots.common import PLOTLY_CONFIG
+from viz_core.plots.common import PLOTLY_CONFIG, PlayLabels
 
 from . import state
 from .caches import ByteBoundedCache, arg_key
@@ -277,6 +277,11 @@ def glossed(text: str) -> str:
         shown = m[2] or t(f"glossary.{term.id}_name")
         return f"[{shown}]({glossary_href(term.id)})"
     return i18n.GLOSSARY_MARK.sub(link, text)
+
+
+def play_labels() -> PlayLabels:
+    """The words of a played history's controls (viz_core.plots.common.animated) in the current language."""
+    return PlayLabels(play=t("common.play"), pause=t("common.pause"), prefix=t("common.step"))
 
 
 def plot(fig, key: str | None = None, **kw):

@@ -5,7 +5,7 @@ import numpy as np
 import streamlit as st
 
 from viz_core import export
-from viz_core.pretrained import head_analysis
+from viz_core.pretrained import compare, head_analysis, qk_map
 from viz_core.pretrained.result import AttentionResult
 
 from . import models
@@ -47,3 +47,32 @@ def npz(name: str, text: str, pair: str, target: str) -> bytes:
         arrays.update(decoder_weights=r.decoder_weights, cross_weights=r.cross_weights,
                       decoder_tokens=r.decoder_tokens)
     return export.npz_bytes(**arrays)
+
+
+@st.cache_data(show_spinner=False, max_entries=16)
+def head_distances(name: str, text: str, text2: str, pair: str, target: str, part: str) -> np.ndarray:
+    """(L, H) distance of every head between text A and its variant A' (viz_core.pretrained.compare)."""
+    wa, qa, ka = result(name, text, pair, target).part(part)[:3]
+    wb, qb, kb = result(name, text2, pair, target).part(part)[:3]
+    return compare.head_distances(wa, wb, compare.align(qa, qb), compare.align(ka, kb))
+
+
+@st.cache_data(show_spinner=False, max_entries=16)
+def qk_head(name: str, text: str, langs: tuple[str, ...], layer: int, head: int,
+            unk: str) -> tuple[qk_map.QKSet, qk_map.Projection, dict[str, int]]:
+    """The query-key map of one head: the user's text (sentence 0) and the bundled sentences of `langs` that the
+    model reads (at most a quarter of their tokens unknown), their projection, and how many were left out per
+    language. Raises InputError for a model whose queries and keys cannot be read."""
+    bundled = qk_map.bundled_sentences()
+    (tokens, q, k), = models.queries_keys((text,), name)
+    parts = [(text, tokens, q[layer:layer + 1, head:head + 1], k[layer:layer + 1, head:head + 1])]
+    left_out = {}
+    for lang in langs:
+        read = models.queries_keys(bundled[lang], name)
+        kept = [(s, toks, qs[layer:layer + 1, head:head + 1], ks[layer:layer + 1, head:head + 1])
+                for s, (toks, qs, ks) in zip(bundled[lang], read)
+                if qk_map.unknown_share(toks, unk) <= qk_map.MAX_UNKNOWN_SHARE]
+        left_out[lang] = len(read) - len(kept)
+        parts += kept
+    points = qk_map.stack(parts)  # q, k (1, 1, N, d_k)
+    return points, qk_map.project(points.q[0, 0], points.k[0, 0]), left_out

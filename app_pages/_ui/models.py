@@ -118,6 +118,7 @@ def default_model() -> pretrained.LoadedModel:
 
 ATTENTION_CACHE_BYTES = 100 * 2**20  # keeps one 512-token result (75 MB) or hundreds of short ones
 QKV_CACHE_BYTES = 32 * 2**20         # Q, K, V and weights of one layer: 15 MB at 512 tokens, 0.2 MB for a sentence
+QK_CACHE_BYTES = 48 * 2**20          # the query-key map's sentences: q and k of every layer, 17 MB for MiniLM's 100
 
 
 @st.cache_resource(show_spinner=False)
@@ -128,6 +129,11 @@ def _attention_cache() -> ByteBoundedCache:
 @st.cache_resource(show_spinner=False)
 def _qkv_cache() -> ByteBoundedCache:
     return ByteBoundedCache(QKV_CACHE_BYTES)
+
+
+@st.cache_resource(show_spinner=False)
+def _qk_cache() -> ByteBoundedCache:
+    return ByteBoundedCache(QK_CACHE_BYTES)
 
 
 _compute_gate = threading.BoundedSemaphore(env_int("ATTN_MAX_CONCURRENT_FORWARDS", os.cpu_count() or 2))
@@ -171,6 +177,21 @@ def qkv(text: str, layer: int, name: str = "") -> "pretrained.QKV":
             return pretrained.qkv_for(loaded, text, layer)
 
     return _qkv_cache().get((name, text, layer), compute)
+
+
+def queries_keys(texts: tuple[str, ...], name: str = "") -> list:
+    """[(tokens, q, k)] of every layer for each text, q and k (L, H, N, d_k) (shared, read-only, byte-bounded). The
+    packaged model answers in numpy until transformers has loaded it, as attention(). Raises InputError."""
+    def compute() -> list:
+        if not name and _packaged["transformers"] is None:
+            with heavy():
+                return numpy_default().queries_keys(list(texts))
+        from viz_core import pretrained
+        loaded = model(name)
+        with heavy():
+            return pretrained.queries_keys_for(loaded, list(texts))
+
+    return _qk_cache().get((name, texts), compute)
 
 
 @st.cache_data(show_spinner=False, max_entries=2)

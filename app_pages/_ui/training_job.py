@@ -6,7 +6,7 @@ Each page makes one TrainingJob in its _ui module and supplies only what differs
 trainers, with the settings frozen at the click), how to draw its progress, and which object of a trainer to keep.
 
     training = TrainingJob("lm", shipped, model_of=lambda trainer: trainer.language_model())
-    training.buttons(t("lm.train"), "lm.go_chars", "lm.stop_chars", build_run, (settings,))  # build_run -> Run
+    training.buttons(t("lm.train"), "lm.go_chars", build_run, (settings,))  # build_run -> Run
     training.collect(); training.show_result(text)      # top of the page: keep a finished job's model, say why
     training.live(draw)                                  # draw(job, run) while it runs, every jobs.REFRESH_S
 
@@ -165,25 +165,29 @@ class TrainingJob:
     def stop(self) -> None:
         jobs.stop(self.name)
 
-    def buttons(self, label: str, go_key: str, stop_key: str, build: Callable[..., Run | None], args: tuple = (),
+    def buttons(self, label: str, go_key: str, build: Callable[..., Run | None], args: tuple = (),
                 refused: bool = False, primary: bool = True) -> None:
-        """Start (label; off while a job runs or when refused) and Stop (off unless a job runs), side by side."""
-        busy = self.running()
-        c1, c2 = st.columns(2)
-        c1.button(label, key=go_key, type="primary" if primary else "secondary", disabled=busy or refused,
+        """Start (label; off while a job runs or when refused). Stop sits in the live panel of the running job
+        (one Stop, seen from every tab)."""
+        st.button(label, key=go_key, type="primary" if primary else "secondary", disabled=self.running() or refused,
                   on_click=self.start, args=(build, *args))
-        c2.button(t(f"{self.name}.stop"), key=stop_key, disabled=not busy, on_click=self.stop)
 
     def live(self, draw: Callable[[BackgroundJob, Run], None]) -> None:
         """The running job: its place in the queue while it waits, then draw(job, run), redrawn by a fragment."""
         jobs.live(self.name, partial(self._draw, draw))
 
     def _draw(self, draw: Callable[[BackgroundJob, Run], None], job: BackgroundJob) -> None:
-        if job.status == "queued":
-            st.info(t(f"{self.name}.queued", n=job.queue_position))
-            st.button(t(f"{self.name}.stop"), key=f"{self.name}.queue_stop", on_click=self.stop)
-            return
-        draw(job, job.info["run"])
+        """The running job in a bordered panel under a red "Training now" badge, so that it never reads as the
+        model the page shows below (which carries its own "the model you are looking at" line), with its Stop."""
+        with st.container(border=True, key=f"{self.name}-live"):
+            st.badge(t("common.live_badge"), icon=":material/radio_button_checked:", color="red")
+            if job.status == "queued":
+                st.info(t(f"{self.name}.queued", n=job.queue_position))
+                st.button(t(f"{self.name}.stop"), key=f"{self.name}.queue_stop", on_click=self.stop)
+                return
+            draw(job, job.info["run"])
+            if not job.done:
+                st.button(t(f"{self.name}.stop"), key=f"{self.name}.live_stop", on_click=self.stop)
 
     # ------------------------------------------------------------ the result
     def collect(self) -> RunResult | None:

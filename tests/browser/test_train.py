@@ -76,7 +76,7 @@ def test_train_live_then_stop(open_page):
     first = wait_step_beyond(page, 0)
     assert wait_step_beyond(page, first) > first  # the progress is live: a later redraw shows a later step
     screenshot(page, "train-during-en")
-    button(page, "stop").click()
+    button(page, "live_stop").click()  # the one Stop, in the live panel
     wait_finished(page, "Stopped by you after", 20)
     assert_no_exception(page)
     text = main_text(page)

@@ -70,6 +70,19 @@ def test_bert_extraction_equals_model_and_manual_layer0(tiny_bert):
     np.testing.assert_allclose(r.weights[0], manual.numpy(), atol=1e-5)
 
 
+def test_queries_keys_of_every_layer_reproduce_the_weights(tiny_bert, tiny_gpt2):
+    texts = ["attention is all you need", "the cat sat"]
+    for text, (tokens, q, k) in zip(texts, pretrained.queries_keys_for(tiny_bert, texts)):
+        r = pretrained.attention_for(tiny_bert, text)
+        assert tokens == r.tokens and q.shape == k.shape == (3, 4, len(tokens), 8)
+        s = q @ k.transpose(0, 1, 3, 2) / np.sqrt(8)  # (L, H, N, N)
+        w = np.exp(s - s.max(-1, keepdims=True))
+        np.testing.assert_allclose(w / w.sum(-1, keepdims=True), r.weights, atol=1e-5)
+        np.testing.assert_allclose(q[1], pretrained.qkv_for(tiny_bert, text, layer=1).q, atol=1e-6)
+    with pytest.raises(InputError):
+        pretrained.queries_keys_for(tiny_gpt2, texts)
+
+
 def test_qkv_reproduces_weights(tiny_bert):
     qkv = pretrained.qkv_for(tiny_bert, "attention is all you need", layer=1)
     assert qkv.q.shape == qkv.k.shape == qkv.v.shape == (4, len(qkv.tokens), 8)

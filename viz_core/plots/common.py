@@ -4,6 +4,7 @@ from __future__ import annotations
 import html
 import unicodedata
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 import numpy as np
 import plotly.graph_objects as go
@@ -247,21 +248,35 @@ def annotate_cells(fig: go.Figure, z: np.ndarray, text: np.ndarray, *, colorscal
                              name="cell text"), **where)
 
 
-def add_mask_overlay(fig: go.Figure, mask: np.ndarray) -> None:
+def add_mask_overlay(fig: go.Figure, mask: np.ndarray, row: int | None = None, col: int | None = None) -> None:
     """Masked cells: grey and cell-sized (a second heatmap) with a diagonal stroke in each, so they scale with the
-    figure. Hover still reports the value underneath.
+    figure. Hover still reports the value underneath. row, col: the panel of a figure made with make_subplots.
 
     The strokes are ONE layout shape (an SVG path 'M x0 y0 L x1 y1 M ...' in data coordinates): a line trace with
     gaps would be one SVG element per cell, and drawing hundreds of them was most of a causal heatmap's draw time.
     """
     n_rows, n_cols = mask.shape
+    panel = dict(row=row, col=col) if row is not None else {}
     fig.add_trace(go.Heatmap(z=np.where(mask, 1.0, np.nan), x=np.arange(n_cols), y=np.arange(n_rows),
-                             colorscale=[[0, HATCH_FILL], [1, HATCH_FILL]], showscale=False, hoverinfo="skip"))
+                             colorscale=[[0, HATCH_FILL], [1, HATCH_FILL]], showscale=False, hoverinfo="skip"), **panel)
     rows, cols = np.nonzero(mask)
     if len(rows):
         path = " ".join(f"M{j - 0.5:g},{i + 0.5:g}L{j + 0.5:g},{i - 0.5:g}" for i, j in zip(rows, cols))
-        fig.add_shape(type="path", path=path, xref="x", yref="y", line=dict(width=1, color=MASK_COLOUR),
-                      layer="above")
+        refs = panel or dict(xref="x", yref="y")
+        fig.add_shape(type="path", path=path, line=dict(width=1, color=MASK_COLOUR), layer="above", **refs)
+
+
+def head_trace(z, row_labels, col_labels, x_title, y_title, value_name, show_scale: bool) -> go.Heatmap:
+    """One (Nq, Nk) probability heatmap for a panel of a grid of panels (0..1 scale, index axes); hover names the
+    query and key tokens (escaped for plotly's markup) and the exact weight."""
+    n_rows, n_cols = z.shape
+    hover = np.stack([np.repeat(np.asarray([plain(r) for r in row_labels], dtype=object)[:, None], n_cols, 1),
+                      np.repeat(np.asarray([plain(c) for c in col_labels], dtype=object)[None, :], n_rows, 0)], axis=-1)
+    return go.Heatmap(z=z, x=np.arange(n_cols), y=np.arange(n_rows), zmin=0.0, zmax=1.0, colorscale=PROB_SCALE,
+                      customdata=hover, showscale=show_scale,
+                      colorbar=dict(title=dict(text=value_name, side="right"), thickness=12),
+                      hovertemplate=(f"{y_title}: %{{customdata[0]}} (%{{y}})<br>{x_title}: %{{customdata[1]}}"
+                                     f" (%{{x}})<br>{value_name}: %{{z:.4f}}<extra></extra>"))
 
 
 def _matrix_axes(fig: go.Figure, rows: Sequence[str], cols: Sequence[str], x_title: str, y_title: str) -> None:
@@ -275,3 +290,52 @@ def _matrix_axes(fig: go.Figure, rows: Sequence[str], cols: Sequence[str], x_tit
 
 def _auto_height(n_rows: int) -> int:
     return int(min(900, max(320, 160 + 22 * n_rows)))
+
+
+# ---------------------------------------------------------------- histories that play in the browser
+PLAY_FRAME_MS = 450  # one frame of a played history: slow enough to read a map, fast enough to see it learn
+
+
+@dataclass(frozen=True)
+class PlayLabels:
+    """The words of a played history's controls."""
+    play: str = "Play"
+    pause: str = "Pause"
+    prefix: str = "step"   # the slider's current value reads "<prefix>: <frame name>"
+
+
+def set_frames(fig: go.Figure, frames: list[go.Frame]) -> None:
+    """Attach frames without plotly re-validating every point of every frame (about 1 s for a race; the frames
+    hold plain arrays built by the caller). Falls back to the public, validating setter if plotly's internals move."""
+    if isinstance(getattr(fig, "_frame_objs", None), (list, tuple)):
+        fig._frame_objs = list(frames)
+    else:  # pragma: no cover - other plotly versions
+        fig.frames = frames
+
+
+def animated(fig: go.Figure, frames: Sequence[dict], names: Sequence[str], active: int,
+             labels: PlayLabels = PlayLabels(), frame_ms: int = PLAY_FRAME_MS) -> go.Figure:
+    """A copy of fig that plays a history in the browser, without a server round trip per frame.
+
+    fig shows one moment (a training snapshot, a generation step): frames[active]. frames: one dict per moment,
+    {"data": [trace updates, e.g. {"type": "heatmap", "z": ...}], "traces": [the indices they update],
+    "layout": {...} (optional: e.g. the title)}. Under the figure, ▶ / ❚❚ buttons and a slider of the moments
+    (names); the slider opens at `active`."""
+    fig = go.Figure(fig)  # a copy: a shared figure stays as it is
+    set_frames(fig, [go.Frame(name=str(name), data=f["data"], traces=f["traces"], layout=f.get("layout"))
+                     for f, name in zip(frames, names)])
+    play = dict(frame=dict(duration=frame_ms, redraw=True), transition=dict(duration=0), fromcurrent=True,
+                mode="immediate")
+    pause = dict(frame=dict(duration=0, redraw=False), transition=dict(duration=0), mode="immediate")
+    jump = dict(mode="immediate", frame=dict(duration=0, redraw=True), transition=dict(duration=0))
+    below = 70  # px under the plot area that the x axis (ticks, title) takes; the controls go under it
+    fig.update_layout(
+        margin=dict(b=max(fig.layout.margin.b or 0, below) + 70), height=(fig.layout.height or 450) + 70,
+        updatemenus=[dict(type="buttons", direction="left", x=0, y=0, xanchor="left", yanchor="top",
+                          pad=dict(t=below, r=10), showactive=False,
+                          buttons=[dict(label="▶ " + plain(labels.play), method="animate", args=[None, play]),
+                                   dict(label="❚❚ " + plain(labels.pause), method="animate", args=[[None], pause])])],
+        sliders=[dict(active=int(active), x=0.2, len=0.8, y=0, yanchor="top", pad=dict(t=below - 10, b=0),
+                      currentvalue=dict(prefix=plain(labels.prefix) + ": ", visible=True, xanchor="right"),
+                      steps=[dict(label=str(name), method="animate", args=[[str(name)], jump]) for name in names])])
+    return fig

@@ -10,8 +10,10 @@ from collections.abc import Sequence
 import numpy as np
 import plotly.graph_objects as go
 
-from .common import (LINE_COLOURS, MASK_COLOUR, PROB_SCALE, annotate_cells, matrix_heatmap, plain, reserve_margins,
-                     tick_labels)
+from plotly.subplots import make_subplots
+
+from .common import (LINE_COLOURS, MASK_COLOUR, PROB_SCALE, PlayLabels, add_mask_overlay, animated, annotate_cells,
+                     head_trace, matrix_heatmap, plain, reserve_margins, tick_labels)
 
 
 def _evals(history: Sequence[dict], key: str) -> tuple[list, list]:
@@ -89,6 +91,45 @@ def attention_marked(weights: np.ndarray, labels: Sequence[str], *, title: str, 
     return reserve_margins(fig)
 
 
+def patterns_history(maps: np.ndarray, steps: Sequence[int], active: int, labels: Sequence[str],
+                     titles: Sequence[Sequence[str]], marks: Sequence[Sequence[tuple[int, int]]], *, x_title: str,
+                     y_title: str, value_name: str, mark_names: Sequence[str],
+                     play: PlayLabels = PlayLabels()) -> go.Figure:
+    """Two heads' causal attention side by side at every training snapshot, played in the browser.
+
+    maps (S, 2, N, N): the two heads (e.g. previous-token and induction) at each snapshot; titles (S, 2): each
+    panel's title at each snapshot (its score then); marks: per panel, the (row, col) cells circled (where the head
+    should look); the future hatched, query rows top to bottom. Opens on snapshot `active`."""
+    n = len(labels)
+    mask = np.triu(np.ones((n, n), dtype=bool), 1)
+    fig = make_subplots(rows=1, cols=2, subplot_titles=[plain(x) for x in titles[active]], horizontal_spacing=0.12)
+    heads = []
+    for p in range(2):
+        heads.append(len(fig.data))
+        fig.add_trace(head_trace(maps[active, p], labels, labels, x_title, y_title, value_name, p == 1), row=1,
+                      col=p + 1)
+        add_mask_overlay(fig, mask, row=1, col=p + 1)
+        if marks[p]:
+            rows, cols = zip(*marks[p])
+            fig.add_trace(go.Scatter(x=list(cols), y=list(rows), mode="markers", name=mark_names[p],
+                                     hoverinfo="skip", marker=dict(symbol="circle-open", size=8,
+                                                                   color=LINE_COLOURS[1 + p], line=dict(width=2))),
+                          row=1, col=p + 1)
+    xt, xl = tick_labels([f"{j}:{tok}" for j, tok in enumerate(labels)], max_ticks=16)
+    yt, yl = tick_labels([f"{i}:{tok}" for i, tok in enumerate(labels)], max_ticks=40)
+    fig.update_xaxes(tickmode="array", tickvals=xt, ticktext=xl, tickangle=-90, tickfont=dict(size=9), showgrid=False,
+                     title_text=x_title)
+    fig.update_yaxes(tickmode="array", tickvals=yt, ticktext=yl, tickfont=dict(size=9), autorange="reversed",
+                     showgrid=False, title_text=y_title)
+    fig.update_layout(height=min(700, 260 + 12 * n), showlegend=True, margin=dict(l=10, r=10, t=60, b=10),
+                      legend=dict(orientation="h", yanchor="bottom", y=1.06, x=1, xanchor="right"))
+    panel_titles = [a.to_plotly_json() for a in fig.layout.annotations]  # make_subplots's two panel titles
+    frames = [{"data": [dict(type="heatmap", z=maps[s, p].astype(np.float32)) for p in range(2)], "traces": heads,
+               "layout": {"annotations": [a | {"text": plain(titles[s][p])} for p, a in enumerate(panel_titles)]}}
+              for s in range(len(steps))]
+    return animated(fig, frames, [str(int(x)) for x in steps], active, play)
+
+
 def next_token_bars(probs: np.ndarray, sampled: np.ndarray, labels: Sequence[str], chosen: int, *, top: int = 10,
                     title: str, x_title: str, y_title: str, model_name: str, sampled_name: str) -> go.Figure:
     """The top next-token probabilities: the model's softmax(z / T) and the filtered distribution drawn from;
@@ -119,6 +160,67 @@ def attention_row(rows: np.ndarray, labels: Sequence[str], *, title: str, x_titl
                          value_name=value_name, height=int(160 + 26 * len(names)))
     fig.update_xaxes(tickangle=0)  # one character per column: upright labels read best
     return reserve_margins(fig)
+
+
+def generation_history(probs: np.ndarray, sampled: np.ndarray, chosen: Sequence[int], rows: Sequence[np.ndarray],
+                       vocab: Sequence[str], keys: Sequence[str], active: int, *, titles: Sequence[str],
+                       bars_title: str, x_prob: str, y_token: str, model_name: str, sampled_name: str,
+                       x_key: str, y_head: str, value_name: str, top: int = 10,
+                       play: PlayLabels = PlayLabels()) -> go.Figure:
+    """Every step of a generation in one figure, played in the browser: left, the top next-token probabilities (the
+    model's softmax(z / T) and the filtered distribution drawn from; the chosen token in brackets); right, the new
+    token's attention over the tokens so far, one row per (layer, head).
+
+    probs, sampled (K, V); chosen (K,); rows: K arrays (L, H, T_k) with T_k = T_1 + k; keys: the labels of the
+    longest T. Later keys are empty (NaN) at earlier steps, so the columns stay where they are while it plays."""
+    n_steps = len(rows)
+    n_layers, n_heads, _ = rows[-1].shape
+    t_max = len(keys)
+    names = [f"L{layer} H{head}" for layer in range(n_layers) for head in range(n_heads)]
+    padded = np.full((n_steps, n_layers * n_heads, t_max), np.nan, dtype=np.float32)  # (K, L*H, T_max)
+    for k, r in enumerate(rows):
+        padded[k, :, :r.shape[-1]] = r.reshape(n_layers * n_heads, -1)
+
+    def bars(k: int) -> tuple[np.ndarray, list[str]]:
+        order = np.argsort(-np.asarray(probs[k]))[:top]
+        return order, [f"[{plain(vocab[i])}]" if i == chosen[k] else plain(vocab[i]) for i in order]
+
+    fig = make_subplots(rows=1, cols=2, column_widths=[0.32, 0.68], horizontal_spacing=0.14,
+                        subplot_titles=[plain(bars_title.format(step=active + 1)), plain(titles[active])])
+    order, labels = bars(active)
+    for values, name, colour in ((probs, model_name, 0), (sampled, sampled_name, 1)):
+        fig.add_trace(go.Bar(x=np.asarray(values[active])[order], y=np.arange(len(order)), orientation="h",
+                             name=name, marker_color=LINE_COLOURS[colour],
+                             hovertemplate=f"{name}: %{{x:.4f}}<extra></extra>"), row=1, col=1)
+    hover = np.asarray([plain(x) for x in keys], dtype=object)
+    fig.add_trace(go.Heatmap(z=padded[active], x=np.arange(t_max), y=np.arange(len(names)), zmin=0.0, zmax=1.0,
+                             colorscale=PROB_SCALE, customdata=np.repeat(hover[None, :], len(names), 0),
+                             colorbar=dict(title=dict(text=value_name, side="right"), thickness=12),
+                             hovertemplate=(f"{y_head}: %{{y}}<br>{x_key}: %{{customdata}} (%{{x}})<br>"
+                                            f"{value_name}: %{{z:.4f}}<extra></extra>")), row=1, col=2)
+    fig.update_xaxes(title_text=x_prob, range=[0, 1], row=1, col=1)
+    fig.update_yaxes(title_text=y_token, autorange="reversed", tickmode="array", tickvals=list(range(len(order))),
+                     ticktext=labels, row=1, col=1)
+    kt, kl = tick_labels(list(keys))
+    fig.update_xaxes(title_text=x_key, tickmode="array", tickvals=kt, ticktext=kl, tickangle=0, showgrid=False,
+                     row=1, col=2)
+    fig.update_yaxes(title_text=y_head, tickmode="array", tickvals=list(range(len(names))), ticktext=names,
+                     autorange="reversed", showgrid=False, row=1, col=2)
+    fig.update_layout(barmode="group", height=max(300, 120 + 26 * len(names)), margin=dict(l=10, r=10, t=60, b=10),
+                      legend=dict(orientation="h", yanchor="bottom", y=1.08, x=0))
+    panel_titles = [a.to_plotly_json() for a in fig.layout.annotations]
+    frames = []
+    for k in range(n_steps):
+        order, labels = bars(k)
+        frames.append({
+            "data": [dict(type="bar", x=np.asarray(probs[k])[order].astype(np.float32)),
+                     dict(type="bar", x=np.asarray(sampled[k])[order].astype(np.float32)),
+                     dict(type="heatmap", z=padded[k])],
+            "traces": [0, 1, 2],
+            "layout": {"yaxis": {"ticktext": labels, "tickvals": list(range(len(order)))},
+                       "annotations": [panel_titles[0] | {"text": plain(bars_title.format(step=k + 1))},
+                                       panel_titles[1] | {"text": plain(titles[k])}]}})
+    return animated(fig, frames, [str(k + 1) for k in range(n_steps)], active, play)
 
 
 def loss_curves(history: Sequence[dict], *, x_title: str, y_title: str, train_name: str, val_name: str,

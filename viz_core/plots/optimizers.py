@@ -14,7 +14,7 @@ import plotly.graph_objects as go
 from plotly.colors import sample_colorscale
 from plotly.subplots import make_subplots
 
-from .common import LINE_COLOURS
+from .common import LINE_COLOURS, set_frames
 
 ORDER = ("sgd", "momentum", "adagrad", "rmsprop", "adam", "adamw", "nadam")
 COLOURS = {name: LINE_COLOURS[i] for i, name in enumerate(ORDER)}
@@ -172,7 +172,7 @@ def race_figure(grid, hover_grid, trajs: Sequence, names: Mapping[str, str], lab
     # every trace is in every frame, the static ones unchanged ({}): plotly recomputes all traces when it animates
     # but re-plots only those of the frame, and a click on a trace left un-plotted fails (no start point after Play)
     unchanged = [{} for _ in range(n_static)]
-    _set_frames(fig, [go.Frame(data=unchanged + _frame_xy(trajs, int(s), fit), traces=list(range(len(fig.data))),
+    set_frames(fig, [go.Frame(data=unchanged + _frame_xy(trajs, int(s), fit), traces=list(range(len(fig.data))),
                                name=str(int(s)), _validate=False) for s in steps])
     _animation_controls(fig, steps, labels, frame_ms)
     _race_axes(fig, x_range, y_range, labels, fit)
@@ -185,15 +185,6 @@ def race_figure(grid, hover_grid, trajs: Sequence, names: Mapping[str, str], lab
                       dragmode="pan",
                       title=dict(text=labels.get("title", "")))
     return fig
-
-
-def _set_frames(fig: go.Figure, frames: list[go.Frame]) -> None:
-    """Attach frames without plotly re-validating every point of every frame (about 1 s for a race; the frames
-    hold plain x / y arrays built here). Falls back to the public, validating setter if plotly's internals move."""
-    if isinstance(getattr(fig, "_frame_objs", None), (list, tuple)):
-        fig._frame_objs = list(frames)
-    else:  # pragma: no cover - other plotly versions
-        fig.frames = frames
 
 
 def _frame_xy(trajs, s: int, fit) -> list[dict]:

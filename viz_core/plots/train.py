@@ -10,7 +10,8 @@ import numpy as np
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-from .common import HATCH_FILL, LINE_COLOURS, MASK_COLOUR, PROB_SCALE, matrix_heatmap, plain, tick_labels
+from .common import (HATCH_FILL, LINE_COLOURS, MASK_COLOUR, PROB_SCALE, PlayLabels, animated, head_trace,
+                     matrix_heatmap, plain, tick_labels)
 
 
 def _column(history: Sequence[dict], key: str) -> list:
@@ -106,22 +107,39 @@ def attention_heads(maps: np.ndarray, row_labels: Sequence[str], col_labels: Seq
                         vertical_spacing=0.12 if rows > 1 else 0.05)
     for h in range(n_heads):
         r, c = divmod(h, cols)
-        fig.add_trace(_head_trace(maps[h], row_labels, col_labels, x_title, y_title, value_name, h == 0),
+        fig.add_trace(head_trace(maps[h], row_labels, col_labels, x_title, y_title, value_name, h == 0),
                       row=r + 1, col=c + 1)
         if mask is not None and np.any(mask):
             for trace in _mask_traces(np.asarray(mask, dtype=bool)):
                 fig.add_trace(trace, row=r + 1, col=c + 1)
     xt, xl = tick_labels(col_labels)
     yt, yl = tick_labels(row_labels)
-    fig.update_xaxes(tickmode="array", tickvals=xt, ticktext=xl, tickangle=0, showgrid=False, title_text=x_title,
-                     tickfont=dict(size=9))
+    fig.update_xaxes(tickmode="array", tickvals=xt, ticktext=xl, tickangle=0, showgrid=False, tickfont=dict(size=9))
     fig.update_yaxes(tickmode="array", tickvals=yt, ticktext=yl, autorange="reversed", showgrid=False,
                      tickfont=dict(size=9))
-    for h in range(n_heads):  # tick labels and title only on the first column, so panels do not overlap
-        r, c = divmod(h, cols)
+    for h in range(n_heads):  # axis titles only on the outer panels (first column, last row of each column), so a
+        r, c = divmod(h, cols)  # panel's key title does not run into the head titles of the row under it
+        bottom = h + cols >= n_heads
         fig.update_yaxes(showticklabels=c == 0, title_text=y_title if c == 0 else None, row=r + 1, col=c + 1)
+        fig.update_xaxes(title_text=x_title if bottom else None, row=r + 1, col=c + 1)
     fig.update_layout(height=int(80 + rows * max(220, 20 * len(row_labels) + 80)), margin=dict(l=10, r=10, t=40, b=10))
     return fig
+
+
+def attention_heads_history(maps: np.ndarray, steps: Sequence[int], active: int, row_labels: Sequence[str],
+                            col_labels: Sequence[str], head_titles: Sequence[str], *, title: str = "",
+                            x_title: str = "key", y_title: str = "query", value_name: str = "weight",
+                            mask: np.ndarray | None = None, play: PlayLabels = PlayLabels()) -> go.Figure:
+    """attention_heads of every training snapshot, played in the browser: maps (S, H, Nq, Nk), steps (S,) the
+    training step of each snapshot; the figure opens on snapshot `active`; title has a {step} placeholder."""
+    fig = attention_heads(maps[active], row_labels, col_labels, head_titles, x_title=x_title, y_title=y_title,
+                          value_name=value_name, mask=mask)
+    heads = [i for i, tr in enumerate(fig.data) if tr.type == "heatmap" and tr.hoverinfo != "skip"]  # (H,)
+    fig.update_layout(title=dict(text=title.format(step=steps[active])), margin=dict(t=70))
+    frames = [{"data": [dict(type="heatmap", z=maps[s, h].astype(np.float32)) for h in range(len(heads))],
+               "traces": heads, "layout": {"title": {"text": title.format(step=steps[s])}}}
+              for s in range(len(steps))]
+    return animated(fig, frames, [str(int(x)) for x in steps], active, play)
 
 
 def _mask_traces(mask: np.ndarray) -> list:
@@ -137,17 +155,6 @@ def _mask_traces(mask: np.ndarray) -> list:
     stroke = go.Scatter(x=xs, y=ys, mode="lines", line=dict(width=1, color=MASK_COLOUR), hoverinfo="skip",
                         showlegend=False)
     return [fill, stroke]
-
-
-def _head_trace(z, row_labels, col_labels, x_title, y_title, value_name, show_scale: bool) -> go.Heatmap:
-    n_rows, n_cols = z.shape
-    hover = np.stack([np.repeat(np.asarray([plain(r) for r in row_labels], dtype=object)[:, None], n_cols, 1),
-                      np.repeat(np.asarray([plain(c) for c in col_labels], dtype=object)[None, :], n_rows, 0)], axis=-1)
-    return go.Heatmap(z=z, x=np.arange(n_cols), y=np.arange(n_rows), zmin=0.0, zmax=1.0, colorscale=PROB_SCALE,
-                      customdata=hover, showscale=show_scale,
-                      colorbar=dict(title=dict(text=value_name, side="right"), thickness=12),
-                      hovertemplate=(f"{y_title}: %{{customdata[0]}} (%{{y}})<br>{x_title}: %{{customdata[1]}}"
-                                     f" (%{{x}})<br>{value_name}: %{{z:.4f}}<extra></extra>"))
 
 
 def attention_matrix(weights: np.ndarray, row_labels: Sequence[str], col_labels: Sequence[str], *, title: str = "",

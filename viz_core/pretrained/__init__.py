@@ -1,11 +1,13 @@
 """Pretrained Hugging Face models: load one, read its attention, analyse and probe its heads.
 
-    load.py           load_model, attention_for, qkv_for, position_embeddings (torch + transformers)
+    load.py           load_model, attention_for, qkv_for, queries_keys_for, position_embeddings (torch + transformers)
     result.py         AttentionResult, what every extraction returns (numpy arrays and token strings)
     bert_numpy.py     the packaged all-MiniLM-L6-v2 in numpy only: no torch, no transformers
     policy.py         ModelPolicy: which models a visitor may load, and how big
     catalog.py        what the model picker lists (language, kind, size); which models read a text; [UNK] share
     head_analysis.py  mean / max over heads, attention rollout, per-head statistics, hidden tokens, sink shares
+    compare.py        two texts: token alignment, difference map, heads ranked by how far their attention moved
+    qk_map.py         the query-key space of a head: many sentences' queries and keys in one PCA map
     lens.py           logit_lens_for: the logit lens of a decoder (each block's residual stream through W_U norm_f)
     architecture.py   Architecture: MHA / GQA / MQA, positions, norm and its place, read from a config (no torch)
     ablation.py       head_importance: knock a head out and measure what changes
@@ -19,7 +21,7 @@ from __future__ import annotations
 from .. import lazy_exports
 
 _EXPORTS = {
-    **dict.fromkeys(("load_model", "attention_for", "qkv_for", "position_embeddings", "release_memory",
+    **dict.fromkeys(("load_model", "attention_for", "qkv_for", "queries_keys_for", "position_embeddings", "release_memory",
                      "default_model_path", "LoadedModel", "QKV"), "load"),
     **dict.fromkeys(("AttentionResult", "clean_text", "DEFAULT_MODEL", "MAX_CHARS", "DISPLAY_TOKEN_LIMIT"), "result"),
     "ModelPolicy": "policy",

@@ -117,11 +117,13 @@ class NumpyBert:
 
     # ------------------------------------------------------------ forward
     def _layer(self, h: np.ndarray, i: int, need_output: bool = True,
-               knock: tuple[np.ndarray, str] | None = None) -> tuple[np.ndarray | None, np.ndarray]:
+               knock: tuple[np.ndarray, str] | None = None,
+               capture: list | None = None) -> tuple[np.ndarray | None, np.ndarray]:
         """One encoder layer on a batch: h (B, N, d) -> (h (B, N, d), or None when not needed; weights (B, H, N, N)).
 
         knock = (rows, method): head h's output (the h-th slice of W_O's input) is replaced in batch row rows[h],
-        by 0 ("zero") or by its mean over the positions of row 0 ("mean"); see NumpyAblation."""
+        by 0 ("zero") or by its mean over the positions of row 0 ("mean"); see NumpyAblation.
+        capture: a list that receives (q, k), each (B, H, N, d_k), the queries and keys the weights come from."""
         p, w = f"encoder.layer.{i}.", self.w
         b, n, d = h.shape
         dk = d // self.n_heads
@@ -135,6 +137,8 @@ class NumpyBert:
             return np.ascontiguousarray(x.reshape(b, n, self.n_heads, dk).transpose(0, 2, 1, 3))  # (B, H, N, d_k)
 
         q, k, v = heads("query"), heads("key"), heads("value")
+        if capture is not None:
+            capture.append((q, k))
         weights = softmax(q @ np.ascontiguousarray(k.transpose(0, 1, 3, 2)) / np.float32(np.sqrt(dk)))  # (B,H,N,N)
         if not need_output:
             return None, weights
@@ -167,6 +171,28 @@ class NumpyBert:
             for i in range(self.n_layers):
                 h, weights = self._layer(h, i, need_output=i < self.n_layers - 1)
                 out[i] = weights[0]
+        return out
+
+    def queries_keys(self, texts: list[str]) -> list[tuple[list[str], np.ndarray, np.ndarray]]:
+        """[(tokens, q, k)] of every layer for each text (truncated as attention()): q, k float32 (L, H, N, d_k).
+
+        Texts with the same number of tokens run as one batch (no padding, so no mask is needed): 50 sentences take
+        about 8 batches instead of 50 passes. softmax(q k^T / sqrt(d_k))[l, h] = attention_weights(...)[l, h]."""
+        encs = [self._tok.encode(clean_text(text), None, add_special_tokens=True) for text in texts]
+        out: list = [None] * len(texts)
+        for n in sorted({len(e.ids) for e in encs}):
+            group = [i for i, e in enumerate(encs) if len(e.ids) == n]
+            if n == 0:
+                raise InputError("attention.no_tokens", "the tokenizer produced no tokens for this text")
+            h = np.concatenate([self.embed(encs[i].ids, encs[i].type_ids) for i in group])  # (B, N, d)
+            captured: list[tuple[np.ndarray, np.ndarray]] = []
+            with self._lock:
+                for layer in range(self.n_layers):
+                    h, _ = self._layer(h, layer, need_output=layer < self.n_layers - 1, capture=captured)
+            q = np.stack([c[0] for c in captured], axis=1)  # (B, L, H, N, d_k)
+            k = np.stack([c[1] for c in captured], axis=1)  # (B, L, H, N, d_k)
+            for row, i in enumerate(group):
+                out[i] = (list(encs[i].tokens), q[row].astype(np.float32), k[row].astype(np.float32))
         return out
 
     # ------------------------------------------------------------ the same result as pretrained.attention_for

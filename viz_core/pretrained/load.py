@@ -482,6 +482,37 @@ def qkv_for(m: LoadedModel, text: str, layer: int) -> QKV:
                weights=out.attentions[layer][0].float().numpy(), layer=layer, n_layers=m.n_layers, n_heads=n_heads)
 
 
+def queries_keys_for(m: LoadedModel, texts: list[str]) -> list[tuple[list[str], np.ndarray, np.ndarray]]:
+    """[(tokens, q, k)] of every layer of an encoder for each text (one forward pass each): q, k float32
+    (L, H, N, d_k), the projections with their biases, so softmax(q k^T / sqrt(d_k)) is the model's attention.
+
+    The numpy twin for the packaged model is NumpyBert.queries_keys (no torch)."""
+    if m.kind != "encoder":
+        raise InputError("attention.qkv_unsupported", "Q, K, V are read from encoder models only", name=m.name)
+    modules = [_find_qkv_modules(m, layer)[:2] for layer in range(m.n_layers)]  # (query, key) per layer
+    out = []
+    def keep(store: dict, slot: tuple[int, int]):
+        return lambda _m, _i, output: store.__setitem__(slot, output)
+
+    for text in texts:
+        captured: dict[tuple[int, int], torch.Tensor] = {}  # (layer, 0 = query / 1 = key) -> (1, N, H*d_k)
+        capture = [(mod, keep(captured, (layer, j))) for layer, pair in enumerate(modules)
+                   for j, mod in enumerate(pair)]
+        enc, _ = _encode(m, clean_text(text), None)
+        enc.pop("special_tokens_mask")
+        with thread_hooks(forward=capture), torch.inference_mode():
+            m.model(**enc, return_dict=True)
+        n = enc["input_ids"].shape[1]
+
+        def heads(t: torch.Tensor) -> np.ndarray:  # (1, N, H*d_k) -> (H, N, d_k)
+            return t[0].view(n, m.n_heads, -1).transpose(0, 1).float().numpy()
+
+        q = np.stack([heads(captured[(layer, 0)]) for layer in range(m.n_layers)])  # (L, H, N, d_k)
+        k = np.stack([heads(captured[(layer, 1)]) for layer in range(m.n_layers)])  # (L, H, N, d_k)
+        out.append((token_labels(m.tokenizer, enc["input_ids"][0].tolist()), q, k))
+    return out
+
+
 def position_embeddings(m: LoadedModel) -> np.ndarray | None:
     """The learned absolute position embeddings (max_positions, d_model) as float32, or None if the model has none."""
     for name, module in m.model.named_modules():
