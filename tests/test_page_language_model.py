@@ -160,6 +160,8 @@ def test_training_runs_as_a_job_and_replaces_the_shipped_model_zh():
     at.button(key="lm.go_induction").click().run()
     assert_clean(at)
     assert at.session_state["_jobs.lm"] is not None
+    marks = " ".join(m.value for m in at.markdown if "-badge[" in m.value)
+    assert "正在训练（实时）" in marks and "你正在查看的模型" in marks  # the live run and the shown model, told apart
     finish_training(at)
     assert_clean(at)
     lm, origin = at.session_state["lm.models"]["induction"]

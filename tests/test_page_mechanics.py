@@ -42,8 +42,11 @@ def test_steps_worked_example_en():
     at.checkbox(key="mechanics.scale").uncheck().run()
     assert "Q Kᵀ, not scaled  (3 × 3)" in _titles(at)
     at.checkbox(key="mechanics.causal").check().run()
+    # issue #24: no greyed-out p slider while dropout is off (its label read at contrast 2.3), a line instead
+    assert not [s for s in at.slider if s.key == "mechanics.p"] and "switch on training mode" in _text(at)
     at.checkbox(key="mechanics.train").check().run()
     assert_clean(at)
+    assert at.slider(key="mechanics.p").value == 0.2
     titles = _titles(at)
     assert "+ mask (−∞ where blocked)  (3 × 3)" in titles and any("dropout" in t for t in titles)
     assert at.query_params["causal"] == ["1"] or at.query_params["causal"] == "1"

@@ -109,8 +109,12 @@ def test_order_matters_numbers_and_bad_tokens():
     assert float(_metric(at, "Without PE")) < 1e-12
     assert float(_metric(at, "With PE")) > 1e-3
     assert "mat the on sat cat the" in at.text[0].value
+    assert not [n for n in at.number_input if n.key == "positions.seed"]  # the seed only where it counts
+    widget(at, "radio", "positions.perm").set_value("shuffle").run()
+    at.number_input(key="positions.seed").set_value(7).run()
     widget(at, "radio", "positions.perm").set_value("swap").run()
     assert "cat the sat on the mat" in at.text[0].value
+    assert str(at.query_params["seed"]).strip("[]'") == "7"  # kept (and in the address) while it is not drawn
     at.text_input(key="positions.tokens").set_value("lonely").run()
     assert_clean(at)
     assert at.error and "2 to 16 words" in at.error[0].value

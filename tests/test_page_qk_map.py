@@ -35,7 +35,7 @@ def test_points_are_the_projection_of_the_models_queries_and_keys(nb, lang):
     assert_clean(at)
     points, proj = reference(nb, 2, 3)
     fig = figures(at)[0]
-    corpus_q, corpus_k, mine_q, mine_k = fig["data"][:4]
+    mine_q, mine_k, corpus_q, corpus_k = fig["data"][:4]  # yours first: it wins a click on coinciding points
     n_mine = len(nb.attention(TEXT).tokens)
     np.testing.assert_allclose(plotly_array(mine_q["x"]), proj.q[:n_mine, 0], atol=1e-4)
     np.testing.assert_allclose(plotly_array(mine_k["y"]), proj.k[:n_mine, 1], atol=1e-4)

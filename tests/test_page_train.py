@@ -71,12 +71,23 @@ def test_decoding_step_slider_and_attention_kind():
     assert "causal mask" in texts(at.caption)
 
 
+def badges(at) -> str:
+    return " ".join(m.value for m in at.markdown if "-badge[" in m.value)
+
+
 def test_short_training_run_zh():
     at = run_page("train", {"lang": "zh", "seconds": "2", "preset": "tiny", "task": "addition"})
     assert_clean(at)
+    assert "你正在查看的模型" in badges(at) and "正在训练" not in badges(at)  # the shipped model, no live panel
     at.button(key="train.go").click().run()
+    assert ":red-badge[" in badges(at) and "正在训练（实时）" in badges(at)  # issue #24: the live run, marked
+    assert any(b.key == "train.live_stop" for b in at.button)  # its one Stop, in the live panel
     finish_training(at)
     assert_clean(at)
+    # the finished run's curves stay where the live ones were (same chart key), under a green badge, and the Train
+    # tab does not draw them a second time at its bottom
+    assert ":green-badge[" in badges(at) and "你的训练已结束" in badges(at)
+    assert len(figures(at)) == 2  # the finished curves and the Train tab's schedule, not the curves again
     model, origin = at.session_state["train.models"]["addition"]
     assert origin == "trained" and model.info["steps"] > 0 and model.history
     assert "你训练的模型" in texts(at.info)

@@ -57,3 +57,30 @@ def test_placeholder_is_text_only():
     assert isinstance(fig, go.Figure) and not fig.data
     assert fig.layout.annotations[0].text == "Loading…"
     assert fig.layout.xaxis.visible is False and fig.layout.yaxis.visible is False
+
+
+def test_eight_heads_name_the_key_axis_under_the_bottom_row_only():
+    """Issue #24: in a 2 x 4 grid the top row's key title ran into the bottom row's head titles."""
+    from viz_core.plots import train as train_plots
+    maps = np.full((8, 5, 5), 0.2)
+    fig = train_plots.attention_heads(maps, list("abcde"), list("abcde"), [f"head {h}" for h in range(8)],
+                                      x_title="key (input token)")
+    titled = {name: fig.layout[name].title.text for name in fig.layout if name.startswith("xaxis")}
+    assert sorted(k for k, v in titled.items() if v) == ["xaxis5", "xaxis6", "xaxis7", "xaxis8"]  # the bottom row
+    seven = train_plots.attention_heads(maps[:7], list("abcde"), list("abcde"), [f"head {h}" for h in range(7)],
+                                        x_title="key")
+    named = sorted(k for k in seven.layout if k.startswith("xaxis") and seven.layout[k].title.text)
+    assert named == ["xaxis4", "xaxis5", "xaxis6", "xaxis7"]  # column 4 has no panel below: its title stays
+
+
+def test_a_played_history_has_a_frame_per_moment_and_opens_on_the_chosen_one():
+    from viz_core.plots.common import PlayLabels, animated
+    base = matrix_heatmap(np.zeros((2, 2)), ["a", "b"], ["a", "b"], title="step 0")
+    frames = [{"data": [dict(type="heatmap", z=np.full((2, 2), s / 3))], "traces": [0],
+               "layout": {"title": {"text": f"step {s}"}}} for s in range(4)]
+    fig = animated(base, frames, ["0", "10", "20", "30"], 2, PlayLabels(play="Go", pause="Halt", prefix="step"))
+    assert [f.name for f in fig.frames] == ["0", "10", "20", "30"] and fig.layout.sliders[0].active == 2
+    assert [b.label for b in fig.layout.updatemenus[0].buttons] == ["▶ Go", "❚❚ Halt"]
+    assert fig.layout.updatemenus[0].buttons[0].args[1]["frame"]["redraw"]  # heatmaps redraw each frame
+    np.testing.assert_allclose(fig.frames[3].data[0].z, np.full((2, 2), 1.0))
+    assert base.layout.sliders == () and not base.frames  # the shared figure is left as it was

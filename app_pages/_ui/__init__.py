@@ -315,6 +315,11 @@ PAGE_CSS = """
 [data-testid="stMain"] [data-testid="stPageLink-NavLink"] p { white-space: normal; overflow: visible; }
 @media (max-width: 640px) {
   .katex-display > .katex { font-size: 0.95em; }
+  /* a table's cells wrap (even inside a word) rather than make a scrolling box that a keyboard cannot reach */
+  [data-testid="stTable"] table { table-layout: fixed; width: 100%; }
+  [data-testid="stTable"] td, [data-testid="stTable"] th,
+  [data-testid="stTable"] td *, [data-testid="stTable"] th * { white-space: normal !important;
+    overflow-wrap: anywhere !important; word-break: break-word !important; min-width: 0; max-width: 100%; }
   [data-testid="stMainBlockContainer"] { padding-left: 0.75rem; padding-right: 0.75rem; }
 }
 </style>
@@ -324,7 +329,9 @@ PAGE_CSS = """
 # Dark theme: white on the light-blue primary colour reaches only 2.5:1; near-black text on it reaches 8:1.
 # (A darker primary would fail instead as text on the dark background: selected segments, links.)
 _DARK_PRIMARY = ('[data-testid="stBaseButton-primary"], [data-testid="stBaseButton-primary"] p, '
-                 '[data-testid="stBaseButton-primaryFormSubmit"] p { color: #111318 !important; }')
+                 '[data-testid="stBaseButton-primaryFormSubmit"] p, '
+                 '[data-testid="stMultiSelect"] span[title], [data-testid="stMultiSelect"] [role="presentation"] svg '
+                 '{ color: #111318 !important; fill: #111318; }')  # (multiselect chips sit on the primary colour)
 
 
 def page_style() -> None:

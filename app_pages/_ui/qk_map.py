@@ -20,7 +20,7 @@ plots = ui.SharedFigures(qk_plots)
 LANGS = ("en", "zh")
 COLOURS = ("kind", "position")
 NO_QUERY = -1
-KEY_CLICKED = "attention.qk_key_clicked"  # session flag for one run: the last click hit a key, not a query
+KEY_CLICKED = "attention.qk_key_clicked"  # session flag: the last click hit a key, not a query (until the next pick)
 
 
 def labels() -> qk_plots.Labels:
@@ -69,9 +69,11 @@ def draw(name: str, kind: str, text: str, layer: int, head: int, unk: str, model
         return
     for lang, n in left_out.items():
         if n:
-            st.caption(t("attention.qk_left_out", n=n, language=t(f"attention.qk_lang_name_{lang}"), unk=ui.plain_md(unk)))
+            st.caption(t("attention.qk_left_out", n=n, language=t(f"attention.qk_lang_name_{lang}"),
+                         unk=ui.plain_md(unk)))
     chosen = chosen_query()
     chosen = chosen if 0 <= chosen < len(points.tokens) else None
+    own_query_picker(points, chosen)
     row = _row(points, chosen) if chosen is not None else None
     traces = qk_plots.trace_order(0)
     rows = [qk_plots.point_rows(points, 0, mine) for _, mine in traces]
@@ -82,8 +84,7 @@ def draw(name: str, kind: str, text: str, layer: int, head: int, unk: str, model
     st.caption(t("attention.qk_kept", a=f"{kept[0]:.0f}", b=f"{kept[1]:.0f}", total=f"{kept.sum():.0f}",
                  n=2 * len(points.tokens), rest=points.q.shape[-1] - 2))
     if chosen is None:
-        st.caption(t("attention.qk_key_clicked") if st.session_state.pop(KEY_CLICKED, False) else
-                   t("attention.qk_click"))
+        st.caption(t("attention.qk_key_clicked") if st.session_state.get(KEY_CLICKED) else t("attention.qk_click"))
     else:
         _row_view(points, proj, chosen, row)
     st.markdown(ui.glossed(t("attention.qk_explain")))
@@ -91,6 +92,22 @@ def draw(name: str, kind: str, text: str, layer: int, head: int, unk: str, model
              r"\lVert q_i - k_j \rVert^2 = \lVert q_i \rVert^2 + \lVert k_j \rVert^2 - 2\, q_i \cdot k_j")
     ui.download(t("attention.download_qk"), _points_csv(points, proj), f"qk_map_l{layer}_h{head}.csv", "text/csv",
                 key="dl_qk")
+
+
+def own_query_picker(points: qk_map.QKSet, chosen: int | None) -> None:
+    """A drop-down of your sentence's queries: the same choice as a click on the map, exact (in a dense map a click
+    picks the point plotly finds closest, which may be another sentence's) and reachable with the keyboard."""
+    mine = [int(i) for i in points.rows(0)]
+    key = "attention.qk_pick"
+    st.session_state[key] = chosen if chosen in mine else NO_QUERY  # follows the address, a click and Back
+    st.selectbox(t("attention.qk_pick"), [NO_QUERY] + mine, key=key,
+                 format_func=lambda i: t("attention.qk_pick_none") if i == NO_QUERY else f"{i} · {points.tokens[i]}",
+                 on_change=_picked, args=(key,))
+
+
+def _picked(key: str) -> None:
+    ui.set_value("qk_q", st.session_state[key], NO_QUERY)
+    st.session_state[KEY_CLICKED] = False
 
 
 def _row(points: qk_map.QKSet, chosen: int) -> np.ndarray:

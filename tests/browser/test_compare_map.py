@@ -8,7 +8,7 @@ import re
 
 import pytest
 
-from tests.browser.conftest import (assert_no_exception, chosen, open_tab, pick, screenshot, switch_language,
+from tests.browser.conftest import (assert_no_exception, choose, chosen, open_tab, pick, screenshot, switch_language,
                                     type_text, wait_done)
 from viz_core import i18n
 
@@ -19,16 +19,25 @@ QK = ".st-key-qk_fig .js-plotly-plot"
 
 
 def click_centre(page, locator) -> None:
+    """Click the middle of an SVG element of a chart (scrolled into view first: the mouse clicks in the viewport)."""
+    locator.scroll_into_view_if_needed()
     box = locator.bounding_box()
     page.mouse.move(box["x"] + box["width"] / 2, box["y"] + box["height"] / 2, steps=3)
     page.mouse.click(box["x"] + box["width"] / 2, box["y"] + box["height"] / 2)
     wait_done(page)
 
 
+def wait_address(page, part: str) -> None:
+    """Wait until the address holds `part` (the app rewrites it with history.pushState: no navigation event)."""
+    page.wait_for_function("p => new URLSearchParams(location.search).toString().split('&').includes(p)", arg=part)
+
+
 def bar_labels(page) -> list[str]:
+    """The ranking's bar names from the top bar down (plotly writes the tick elements in no fixed screen order)."""
     ticks = page.locator(f"{RANK} .yaxislayer-above .ytick text")
     ticks.first.wait_for()
-    return ticks.all_text_contents()
+    return page.eval_on_selector_all(f"{RANK} .yaxislayer-above .ytick text", """els => els
+        .map(e => [e.getBoundingClientRect().top, e.textContent]).sort((a, b) => a[0] - b[0]).map(x => x[1])""")
 
 
 @pytest.mark.parametrize("lang", ["en", "zh"])
@@ -41,6 +50,8 @@ def test_compare_a_variant_and_open_the_head_that_moved_most(open_page, lang):
     top = bar_labels(page)[0]  # "Layer 5 · Head 9": the head whose attention moved most
     layer, head = re.findall(r"\d+", top)
     click_centre(page, page.locator(f"{RANK} .barlayer .point").first)
+    wait_address(page, f"head={head}")  # the click's rerun wrote the head into the address
+    wait_done(page)
     layer_label, head_label = i18n.t("attention.layer", lang), i18n.t("attention.head", lang)
     assert chosen(page, layer_label) == layer and chosen(page, head_label) == head
     assert f"layer={layer}" in page.url and f"head={head}" in page.url and "text2=" in page.url
@@ -61,7 +72,8 @@ def test_compare_a_variant_and_open_the_head_that_moved_most(open_page, lang):
     page.reload()
     wait_done(page)
     assert chosen(page, i18n.t("attention.head", other)) == head
-    assert page.get_by_label(i18n.t("attention.text_variant", other)).input_value().startswith("The mat sat")
+    assert page.get_by_role("textbox", name=i18n.t("attention.text_variant", other)).input_value().startswith(
+        "The mat sat")
     assert_no_exception(page)
     screenshot(page, f"compare_reloaded_{other}")
 
@@ -79,23 +91,41 @@ def test_compare_on_a_phone_in_the_dark(open_page):
 def test_qk_map_click_a_query_of_your_sentence(open_page, lang):
     page = open_page(f"/?lang={lang}")
     pick(page, i18n.t("attention.view", lang), i18n.t("attention.view_qkmap", lang))
-    page.locator(f"{QK} .scatterlayer .trace").nth(2).locator(".point").first.wait_for(timeout=120_000)
+    page.locator(f"{QK} .scatterlayer .point").first.wait_for(timeout=120_000)
     assert_no_exception(page)
-    mine = page.locator(f"{QK} .scatterlayer .trace").nth(2).locator(".point")  # your sentence's queries
-    click_centre(page, mine.nth(2))
-    assert "qk_q=2" in page.url
-    row = page.locator(".st-key-qk_row_fig .js-plotly-plot")
-    row.wait_for()
+    n_mine = page.locator(f"{QK} .scatterlayer .trace").nth(0).locator(".point").count()  # your queries: trace 0
+    # hover a point of your sentence, read the label plotly shows (in a dense map the closest point may be another
+    # sentence's), click: the page opens that query's row (or, for a key, says to click a query)
+    point = page.locator(f"{QK} .scatterlayer .trace").nth(0).locator(".point").nth(2)
+    point.scroll_into_view_if_needed()
+    box = point.bounding_box()
+    page.mouse.move(box["x"] + box["width"] / 2, box["y"] + box["height"] / 2, steps=3)
+    label = page.locator(f"{QK} .hoverlayer .hovertext")
+    label.first.wait_for()
+    shown = label.first.text_content()  # "query the position 2 sentence: ..." or "key ..."
+    page.mouse.click(box["x"] + box["width"] / 2, box["y"] + box["height"] / 2)
+    if shown.startswith(i18n.t("attention.qk_key", lang)):
+        page.get_by_text(i18n.t("attention.qk_key_clicked", lang)).wait_for()
+    else:
+        row_title = page.locator(".st-key-qk_row_fig .gtitle")
+        row_title.wait_for()
+        sentence = shown.split(":", 1)[1].strip()[:20] if ":" in shown else shown.split("：", 1)[1].strip()[:20]
+        assert sentence in row_title.text_content() and "qk_q=" in page.url
+    # the drop-down picks a query of your text exactly (and from the keyboard)
+    choose(page, i18n.t("attention.qk_pick", lang), "3 · sat")
+    wait_address(page, "qk_q=3")
+    page.locator(".st-key-qk_row_fig .js-plotly-plot").wait_for()
     assert page.locator(f"{QK} .scatterlayer .trace").filter(has=page.locator("path.js-line")).count() >= 3
     screenshot(page, f"qkmap_query_{lang}")
     page.go_back()
     wait_done(page)
-    assert "qk_q=" not in page.url and page.locator(".st-key-qk_row_fig").count() == 0
+    assert "qk_q=3" not in page.url
     assert_no_exception(page)
 
 
 def slider_value(page, chart: str) -> str:
-    return page.locator(f"{chart} .slider-container .slider-current-value").inner_text()
+    """plotly's slider readout ("step: 400"): the first label of the slider's group."""
+    return page.locator(f"{chart} .slider-container .slider-group > text.slider-label").first.text_content()
 
 
 def play_and_pause(page, chart: str, lang: str) -> None:
@@ -103,8 +133,8 @@ def play_and_pause(page, chart: str, lang: str) -> None:
     url = page.url
     before = slider_value(page, chart)
     page.locator(f"{chart} .updatemenu-button").filter(has_text=i18n.t("common.play", lang)).click()
-    page.wait_for_function("([sel, v]) => document.querySelector(sel + ' .slider-current-value')"
-                           "?.textContent !== v", arg=[chart, before], timeout=30_000)
+    page.wait_for_function("([sel, v]) => document.querySelector(sel + ' .slider-container .slider-group > "
+                           "text.slider-label')?.textContent !== v", arg=[chart, before], timeout=30_000)
     page.locator(f"{chart} .updatemenu-button").filter(has_text=i18n.t("common.pause", lang)).click()
     assert page.url == url  # played in the browser: no rerun, the slider's address state kept
     assert page.locator("[data-testid='stApp'][data-test-script-state='running']").count() == 0

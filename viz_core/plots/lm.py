@@ -121,8 +121,8 @@ def patterns_history(maps: np.ndarray, steps: Sequence[int], active: int, labels
                      title_text=x_title)
     fig.update_yaxes(tickmode="array", tickvals=yt, ticktext=yl, tickfont=dict(size=9), autorange="reversed",
                      showgrid=False, title_text=y_title)
-    fig.update_layout(height=min(700, 260 + 12 * n), showlegend=True, margin=dict(l=10, r=10, t=60, b=10),
-                      legend=dict(orientation="h", yanchor="bottom", y=1.06, x=1, xanchor="right"))
+    fig.update_layout(height=min(700, 260 + 12 * n), showlegend=True, margin=dict(l=10, r=10, t=80, b=10),
+                      legend=dict(orientation="h", yanchor="bottom", y=1.07, x=0, xanchor="left"))  # clear of the toolbar
     panel_titles = [a.to_plotly_json() for a in fig.layout.annotations]  # make_subplots's two panel titles
     frames = [{"data": [dict(type="heatmap", z=maps[s, p].astype(np.float32)) for p in range(2)], "traces": heads,
                "layout": {"annotations": [a | {"text": plain(titles[s][p])} for p, a in enumerate(panel_titles)]}}

@@ -28,9 +28,12 @@ class Labels:
 
 
 def trace_order(user_sentence: int | None) -> list[tuple[str, bool]]:
-    """The order of the point traces: (kind, is the user's sentence). The page maps a clicked point back through it."""
-    order = [("q", False), ("k", False)]
-    return order + ([("q", True), ("k", True)] if user_sentence is not None else [])
+    """The order of the point traces: (kind, is the user's sentence). The page maps a clicked point back through it.
+
+    The user's sentence comes first: where two points coincide (the same token at the same position in two
+    sentences), plotly's hover and click pick the earlier trace, so a click on your point picks yours."""
+    mine = [("q", True), ("k", True)] if user_sentence is not None else []
+    return mine + [("q", False), ("k", False)]
 
 
 def point_rows(s: QKSet, user_sentence: int | None, kind_is_user: bool) -> np.ndarray:
