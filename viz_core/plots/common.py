@@ -334,7 +334,8 @@ def animated(fig: go.Figure, frames: Sequence[dict], names: Sequence[str], activ
         updatemenus=[dict(type="buttons", direction="left", x=0, y=0, xanchor="left", yanchor="top",
                           pad=dict(t=below, r=10), showactive=False,
                           buttons=[dict(label="▶ " + plain(labels.play), method="animate", args=[None, play]),
-                                   dict(label="❚❚ " + plain(labels.pause), method="animate", args=[[None], pause])])],
+                                   dict(label="❚❚ " + plain(labels.pause), method="animate",
+                                        args=[[None], pause])])],
         sliders=[dict(active=int(active), x=0.2, len=0.8, y=0, yanchor="top", pad=dict(t=below - 10, b=0),
                       currentvalue=dict(prefix=plain(labels.prefix) + ": ", visible=True, xanchor="right"),
                       steps=[dict(label=str(name), method="animate", args=[[str(name)], jump]) for name in names])])

@@ -21,8 +21,8 @@ from __future__ import annotations
 from .. import lazy_exports
 
 _EXPORTS = {
-    **dict.fromkeys(("load_model", "attention_for", "qkv_for", "queries_keys_for", "position_embeddings", "release_memory",
-                     "default_model_path", "LoadedModel", "QKV"), "load"),
+    **dict.fromkeys(("load_model", "attention_for", "qkv_for", "queries_keys_for", "position_embeddings",
+                     "release_memory", "default_model_path", "LoadedModel", "QKV"), "load"),
     **dict.fromkeys(("AttentionResult", "clean_text", "DEFAULT_MODEL", "MAX_CHARS", "DISPLAY_TOKEN_LIMIT"), "result"),
     "ModelPolicy": "policy",
     **dict.fromkeys(("logit_lens_for", "lens_from_readout", "LogitLens", "LENS_MAX_TOKENS"), "lens"),
