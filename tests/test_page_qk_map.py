@@ -74,7 +74,7 @@ def test_options_live_in_the_address_and_english_only_drops_the_chinese_note():
     assert_clean(at)
     assert str(at.query_params["qk_langs"]).strip("[]'") == "en" and "position" in str(at.query_params["qk_colour"])
     assert not any("left out" in c.value for c in at.caption)
-    scatter = figures(at)[0]["data"][0]
+    scatter = figures(at)[0]["data"][2]  # the bundled sentences' queries (after your sentence's two traces)
     assert scatter["marker"]["colorscale"] and scatter["marker"]["showscale"]  # coloured by position, with a bar
 
 
