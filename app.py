@@ -18,7 +18,7 @@ from streamlit.runtime.scriptrunner import StopException
 
 from app_pages import _ui as ui
 from app_pages._ui import memory, serving, state, warmup
-from app_pages._ui.nav import DEFAULT_PAGE, PAGES
+from app_pages._ui.nav import DEFAULT_PAGE, PAGES, reask_lost_page
 from viz_core.i18n import LANGUAGE_NAMES, LANGUAGES, normalise_lang
 
 
@@ -27,7 +27,8 @@ def main() -> None:
     ui.page_style()  # readable on phones and in both themes (captions' contrast, formulas that scroll)
 
     nav_box = st.sidebar.container(key="nav")  # page links on top, filled once the language is known
-    if state.is_history_navigation():  # Back / Forward: the address says which language was shown
+    st.session_state[state.REOPENED] = reask_lost_page() is not None  # (see nav.py)
+    if state.address_is_truth():  # Back / Forward (or a lost first run): the address says which language was shown
         st.session_state[ui.LANG_KEY] = normalise_lang(st.query_params.get(ui.LANG_KEY))
     ui.lang()  # seeds the radio's state from ?lang= before the widget exists
     st.sidebar.radio("Language / 语言", LANGUAGES, format_func=LANGUAGE_NAMES.get, key=ui.LANG_KEY, horizontal=True)

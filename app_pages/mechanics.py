@@ -46,7 +46,7 @@ def _matrix_editor(param: str, name: str, default: np.ndarray, rows: list[str]) 
     """
     default_text = mech.format_matrix(default)
     base_key, editor_key = f"mechanics._base_{param}", f"mechanics.ed_{param}"
-    if base_key not in st.session_state or editor_key not in st.session_state or ui.state.is_history_navigation():
+    if base_key not in st.session_state or editor_key not in st.session_state or ui.state.address_is_truth():
         st.session_state[base_key] = ui.value(param, default_text)
         st.session_state.pop(editor_key, None)
     cells = mech.split_matrix(st.session_state[base_key], default.shape)

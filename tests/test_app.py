@@ -51,3 +51,64 @@ def test_latex_never_passes_a_tag_into_its_html():
     assert "<script>" not in body and "x<y" not in body and "j > i" not in body
     assert r"x\lt y" in body and r"j \gt  i" in body
     assert 'aria-label="j &gt; i' in body          # the readable label is escaped, not dropped
+
+
+class _Pages:
+    """Streamlit's pages manager as reask_lost_page reads it."""
+    main_script_hash = "main"
+
+    def __init__(self, name: str, page_hash: str):
+        self.intended_page_name, self.intended_page_script_hash = name, page_hash
+
+    def set_script_intent(self, page_hash: str, name: str) -> None:
+        self.intended_page_name, self.intended_page_script_hash = name, page_hash
+
+
+def _reask(monkeypatch, name: str, page_hash: str, url: str | None):
+    import streamlit.runtime.context as context
+    import streamlit.runtime.scriptrunner as runner
+
+    from app_pages._ui import nav
+    pages = _Pages(name, page_hash)
+    monkeypatch.setattr(runner, "get_script_run_ctx", lambda: type("Ctx", (), {"pages_manager": pages})())
+    monkeypatch.setattr(context, "_context_info_field", lambda field: url if field == "url" else None)
+    return nav.reask_lost_page(), pages.intended_page_name
+
+
+def test_a_rerun_that_names_no_page_asks_for_the_page_of_the_browsers_url(monkeypatch):
+    """A browser that reconnected before it learned its page asks for the main script (tests/browser/test_reconnect
+    does it in Chromium): the page of the URL is asked for; a rerun that names its page, or a URL without one, is left
+    to st.navigation."""
+    assert _reask(monkeypatch, "", "main", "http://localhost:8501/train") == ("train", "train")
+    assert _reask(monkeypatch, "", "", "https://x.streamlit.app/base/language_model/") == ("language_model",
+                                                                                         "language_model")
+    assert _reask(monkeypatch, "", "main", "http://localhost:8501/") == (None, "")
+    assert _reask(monkeypatch, "", "main", "http://localhost:8501/nope") == (None, "")
+    assert _reask(monkeypatch, "", "main", None) == (None, "")
+    assert _reask(monkeypatch, "train", "", "http://localhost:8501/train") == (None, "train")
+    assert _reask(monkeypatch, "", "a-page-hash", "http://localhost:8501/train") == (None, "")
+
+
+def test_streamlit_still_has_what_reask_lost_page_reads():
+    from streamlit.runtime.context import _context_info_field  # noqa: F401 - the import is the check
+    from streamlit.runtime.pages_manager import PagesManager
+    for name in ("intended_page_name", "intended_page_script_hash", "main_script_hash", "set_script_intent"):
+        assert hasattr(PagesManager, name), name
+
+
+def test_a_reopened_run_reads_the_address_again(monkeypatch):
+    """After a lost first run the browser shows its widgets' defaults (the seeded values never reached it) and sends
+    them back: a reopened run takes the page's state and language from the address instead."""
+    from app_pages._ui import nav
+    at = run_page("train", {"task": "date", "lang": "zh"})
+    assert at.session_state["train.task.zh"] == "date"
+    at.selectbox(key="train.task.zh").set_value("reverse")  # what the browser that missed the first run sends
+    at.sidebar.radio[0].set_value("en")
+    monkeypatch.setattr(nav, "reask_lost_page", lambda: "train")
+    at.run()
+    assert_clean(at)
+    assert at.session_state["lang"] == "zh" and at.session_state["train.task.zh"] == "date"
+    assert at.title[0].value == "训练一个 Transformer"
+    monkeypatch.setattr(nav, "reask_lost_page", lambda: None)  # a person's own choice is kept as always
+    at.selectbox(key="train.task.zh").set_value("reverse").run()
+    assert at.session_state["train.task.zh"] == "reverse"

@@ -13,7 +13,8 @@ Three facts of Streamlit shape this module:
 
 The address (the query string) of a page is the text form of its non-default values. It is read when a page opens for
 the first time in a session (a shared link, a reload), and on Back / Forward (the address is then the truth: a missing
-parameter means its default); otherwise the store is the truth and the address follows it.
+parameter means its default; so too after a reconnect that lost the first run, see nav.reask_lost_page); otherwise the
+store is the truth and the address follows it.
 """
 from __future__ import annotations
 
@@ -28,6 +29,7 @@ STORE = "_ui.store"      # {page: {param: value}}: typed values of the params se
 ADDRESS = "_ui.address"  # {page: {param: text}}: the non-default values, as the page's address carries them
 PAGE = "_ui.page"        # the page of the current (or last) full script run
 PINNED = "_ui.pinned"    # {page: {param: text}}: values a link gave, kept in the address even where they are defaults
+REOPENED = "_ui.reopened"  # this run asks again for the page of a browser that never saw its first run (nav.py)
 LANG = "lang"            # the language parameter (sidebar radio key and address parameter)
 DEFAULT_LANG = "en"
 
@@ -45,6 +47,13 @@ def is_history_navigation() -> bool:
     return bool(ctx is not None and getattr(ctx, "is_history_navigation", False))
 
 
+def address_is_truth() -> bool:
+    """Back / Forward, or a browser that reconnected before it saw its page's first run (nav.reask_lost_page): the
+    browser shows the address, so the address, not the store, says the page's state. The second case also re-seeds
+    every widget: the values seeded in the lost run never reached the browser, which would send its defaults back."""
+    return is_history_navigation() or bool(st.session_state.get(REOPENED))
+
+
 def in_fragment_run() -> bool:
     ctx = get_script_run_ctx()
     return bool(ctx is not None and getattr(ctx, "fragment_ids_this_run", None))
@@ -57,8 +66,8 @@ def begin(ns: str) -> None:
     previous = st.session_state.get(PAGE)
     st.session_state[PAGE] = ns
     visited = ns in st.session_state.setdefault(STORE, {})
-    linked = previous not in (None, ns) and not is_history_navigation() and _linked_in(ns)
-    if not visited or is_history_navigation() or linked:
+    linked = previous not in (None, ns) and not address_is_truth() and _linked_in(ns)
+    if not visited or address_is_truth() or linked:
         st.session_state[STORE][ns] = {}
         st.session_state.setdefault(ADDRESS, {})[ns] = {
             k: v for k, v in st.query_params.to_dict().items() if k != LANG}

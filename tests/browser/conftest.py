@@ -22,6 +22,7 @@ CHROMIUM = os.environ.get("CHROMIUM_PATH", "/usr/bin/chromium")
 CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
                  "--disable-sync", "--disable-quic", "--no-first-run", "--disable-dev-shm-usage"]
 DONE = "[data-testid='stApp'][data-test-script-state='notRunning']"
+SERVER_LOG = ROOT / "artifacts" / "streamlit-server.log"
 SERVER: dict = {}  # "pid" of the Streamlit server of this test session (for tests that watch its CPU use)
 
 
@@ -63,10 +64,13 @@ def streamlit_server(extra_env: dict | None = None):
     port = _free_port()
     env = dict(os.environ, STREAMLIT_BROWSER_GATHER_USAGE_STATS="false", HF_HUB_OFFLINE="1",
                STREAMLIT_CLIENT_SHOW_ERROR_DETAILS="full", **(extra_env or {}))
+    SHOTS.parent.mkdir(parents=True, exist_ok=True)
+    log = open(SERVER_LOG, "ab")  # what the server says (a websocket it closed, a traceback): read it after a failure
     proc = subprocess.Popen(
         [sys.executable, "-m", "streamlit", "run", "app.py", "--server.headless", "true", "--server.port", str(port),
-         "--server.address", "127.0.0.1"], cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.STDOUT)
+         "--server.address", "127.0.0.1"], cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT)
     url = f"http://127.0.0.1:{port}"
+    log.close()  # the child holds its own handle
     try:
         for _ in range(120):
             try:
@@ -122,6 +126,10 @@ def open_page(browser, server_url):
                                   color_scheme="dark" if dark else "light")
         contexts.append(ctx)
         page = ctx.new_page()
+        sockets = []  # a page that opened more than one had its connection dropped (printed with a failure)
+        page.on("websocket", lambda ws: sockets.append(ws.url) if "_stcore/stream" in ws.url else None)
+        page.on("close", lambda _: len(sockets) > 1 and print(f"{path}: {len(sockets)} websocket connections "
+                                                              f"(dropped and reconnected; see {SERVER_LOG})"))
         page.goto(server_url + path, wait_until="domcontentloaded")
         wait_done(page, timeout_ms)
         return page
