@@ -291,9 +291,15 @@ def plot(fig, key: str | None = None, **kw):
 
 def latex(formula: str) -> None:
     """A display formula in a box that scrolls sideways when the screen is narrower than the formula; the box can
-    take keyboard focus (so it can be scrolled without a mouse) and reads out as the LaTeX source."""
+    take keyboard focus (so it can be scrolled without a mouse) and reads out as the LaTeX source.
+
+    This is the app's one markdown with unsafe_allow_html, and only formulas written in this code reach it
+    (tests/test_html_safety.py checks every call). Even so, whatever the formula, nothing in it can leave the
+    math block: "<" / ">" become KaTeX's \\lt / \\gt (no tag can open), "$" becomes \\$ and line breaks spaces (no
+    "$$" can end the block and start markdown), and the aria-label is HTML-escaped."""
+    formula = " ".join(formula.split())  # one line: a blank line would end the HTML block (label) or the math (body)
     label = html.escape(formula, quote=True)
-    body = formula.replace("<", r"\lt ").replace(">", r"\gt ")  # KaTeX's names: no "<" can open a tag in this HTML
+    body = formula.replace("<", r"\lt ").replace(">", r"\gt ").replace("$", r"\$")
     st.markdown(f'<div class="formula" tabindex="0" role="math" aria-label="{label}">\n\n$$\n{body}\n$$\n\n</div>',
                 unsafe_allow_html=True)
 
