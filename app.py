@@ -31,7 +31,8 @@ def main() -> None:
     if state.address_is_truth():  # Back / Forward (or a lost first run): the address says which language was shown
         st.session_state[ui.LANG_KEY] = normalise_lang(st.query_params.get(ui.LANG_KEY))
     ui.lang()  # seeds the radio's state from ?lang= before the widget exists
-    st.sidebar.radio("Language / 语言", LANGUAGES, format_func=LANGUAGE_NAMES.get, key=ui.LANG_KEY, horizontal=True)
+    st.sidebar.radio("Language / 语言", LANGUAGES, index=LANGUAGES.index(ui.lang()), format_func=LANGUAGE_NAMES.get,
+                     key=ui.LANG_KEY, horizontal=True)  # (its default is its value: see app_pages/_ui widgets)
     lang = ui.lang()
 
     pages = {stem: st.Page(f"app_pages/{stem}.py", title=ui.t(f"common.nav_{stem}"), icon=icon, url_path=stem,

@@ -10,6 +10,7 @@ from __future__ import annotations
 import html
 import re
 from collections.abc import Callable, Sequence
+from functools import partial
 from typing import Any
 from urllib.parse import urlencode
 
@@ -77,6 +78,11 @@ def setup(namespace: str) -> None:
 
 
 # ---------------------------------------------------------------- widgets whose state holds (see state.py)
+# Each widget is drawn with its held value as its default too (index=, value=, default=). A browser that has lost a
+# widget's state (seen in Chromium right after a page's first run: the next rerun came without the Train page's task
+# menu) takes the default of the element it got last; with the menu's first option as default, "Date" became "Copy"
+# on the next click. (.streamlit/config.toml silences the server-log warning about a default next to a session value.)
+# Not for tabs and expanders: their default is part of their identity (a new default would make a new widget).
 def _options_widget(draw: Callable, label: str, options: Sequence, param: str, default: Any,
                     format_func: Callable, container, **kw):
     """An option widget (selectbox, radio, segmented control, select slider) over stable ids, keyed per language."""
@@ -84,7 +90,8 @@ def _options_widget(draw: Callable, label: str, options: Sequence, param: str, d
     default = options[0] if default not in options and options else default  # (the options may depend on others)
     by_text = {state.to_text(o): o for o in options}
     key = state.bind(param, default, by_text.__getitem__, lambda v: v in options, lang=lang())
-    value = draw(container)(label, options, key=key, format_func=format_func, **kw)
+    value = draw(container, options.index(st.session_state[key]))(label, options, key=key, format_func=format_func,
+                                                                  **kw)
     state.commit(param, value, default)
     return value
 
@@ -92,28 +99,29 @@ def _options_widget(draw: Callable, label: str, options: Sequence, param: str, d
 def selectbox(label: str, options: Sequence, param: str, default: Any = None,
               format_func: Callable = str, container=st, **kw):
     """st.selectbox over stable ids whose value holds (session, language switch, address)."""
-    return _options_widget(lambda c: c.selectbox, label, options, param, default, format_func, container, **kw)
+    return _options_widget(lambda c, i: partial(c.selectbox, index=i), label, options, param, default, format_func,
+                           container, **kw)
 
 
 def radio(label: str, options: Sequence, param: str, default: Any = None,
           format_func: Callable = str, container=st, horizontal: bool = True, **kw):
     """st.radio over stable ids (see selectbox)."""
-    return _options_widget(lambda c: c.radio, label, options, param, default, format_func, container,
-                           horizontal=horizontal, **kw)
+    return _options_widget(lambda c, i: partial(c.radio, index=i), label, options, param, default, format_func,
+                           container, horizontal=horizontal, **kw)
 
 
 def segmented(label: str, options: Sequence, param: str, default: Any = None,
               format_func: Callable = str, container=st, **kw):
     """st.segmented_control with exactly one choice always selected (see selectbox)."""
-    return _options_widget(lambda c: lambda lab, opts, **k: c.segmented_control(
-        lab, opts, selection_mode="single", required=True, **k), label, options, param, default, format_func,
-        container, **kw)
+    return _options_widget(lambda c, i: lambda lab, opts, **k: c.segmented_control(
+        lab, opts, selection_mode="single", required=True, default=opts[i], **k), label, options, param, default,
+        format_func, container, **kw)
 
 
 def select_slider(label: str, options: Sequence, param: str, default: Any = None,
                   format_func: Callable = str, container=st, **kw):
     """st.select_slider over a list of allowed values (e.g. a log scale) (see selectbox)."""
-    return _options_widget(lambda c: lambda lab, opts, **k: c.select_slider(lab, options=opts, **k),
+    return _options_widget(lambda c, i: lambda lab, opts, **k: c.select_slider(lab, options=opts, value=opts[i], **k),
                            label, options, param, default, format_func, container, **kw)
 
 
@@ -129,7 +137,8 @@ def multiselect(label: str, options: Sequence, param: str, default: Sequence = (
 
     key = state.bind(param, default, parse, lambda v: isinstance(v, list) and all(x in options for x in v),
                      lang=lang())
-    value = container.multiselect(label, options, key=key, format_func=format_func, **kw)
+    value = container.multiselect(label, options, default=st.session_state[key], key=key, format_func=format_func,
+                                  **kw)
     state.commit(param, value, default)
     return value
 
@@ -190,7 +199,7 @@ def slider(label: str, min_value, max_value, param: str, default, step=None, con
     # a slider's identity includes its range: a new range is a new widget, which starts at its minimum unless
     # its value is re-stated through the session state
     st.session_state[key] = st.session_state[key]
-    value = container.slider(label, min_value, max_value, key=key, step=step, **kw)
+    value = container.slider(label, min_value, max_value, st.session_state[key], key=key, step=step, **kw)
     state.commit(param, value, default)
     return value
 
@@ -204,7 +213,7 @@ def number(label: str, min_value, max_value, param: str, default, step=None, con
     """st.number_input whose value holds; bounded by min/max."""
     cast = float if isinstance(default, float) else int
     key = state.bind(param, default, cast, lambda v: isinstance(v, (int, float)) and min_value <= v <= max_value)
-    value = container.number_input(label, min_value, max_value, key=key, step=step, **kw)
+    value = container.number_input(label, min_value, max_value, st.session_state[key], key=key, step=step, **kw)
     state.commit(param, value, default)
     return value
 
@@ -213,7 +222,7 @@ def checkbox(label: str, param: str, default: bool = False, container=st, toggle
     """st.checkbox (or st.toggle) whose value holds; the address says 1/0."""
     key = state.bind(param, default, _parse_bool, lambda v: isinstance(v, bool))
     widget = container.toggle if toggle else container.checkbox
-    value = widget(label, key=key, **kw)
+    value = widget(label, st.session_state[key], key=key, **kw)
     state.commit(param, value, default)
     return value
 
@@ -224,7 +233,7 @@ def text(label: str, param: str, default: str = "", area: bool = False, max_char
     limit = max_chars or 100_000
     key = state.bind(param, default, str, lambda v: isinstance(v, str) and len(v) <= limit)
     widget = container.text_area if area else container.text_input
-    value = widget(label, key=key, max_chars=max_chars, **kw)
+    value = widget(label, st.session_state[key], key=key, max_chars=max_chars, **kw)
     state.commit(param, value, default)
     return value
 

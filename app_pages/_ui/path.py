@@ -73,7 +73,9 @@ def prediction(step: path.Step) -> str | None:
     every control's (session, language switch, address p_<step>=<option>)."""
     param = _param(step)
     key = state.bind(param, None, lambda raw: raw if raw in step.options else None, _valid_for(step), lang=lang())
-    chosen = st.radio(t("start.predict"), step.options, key=key, format_func=lambda o: option_label(step, o))
+    held = st.session_state[key]
+    chosen = st.radio(t("start.predict"), step.options, index=None if held is None else step.options.index(held),
+                      key=key, format_func=lambda o: option_label(step, o))
     state.commit(param, chosen, None)
     return chosen
 

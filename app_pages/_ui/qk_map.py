@@ -100,7 +100,8 @@ def own_query_picker(points: qk_map.QKSet, chosen: int | None) -> None:
     mine = [int(i) for i in points.rows(0)]
     key = "attention.qk_pick"
     st.session_state[key] = chosen if chosen in mine else NO_QUERY  # follows the address, a click and Back
-    st.selectbox(t("attention.qk_pick"), [NO_QUERY] + mine, key=key,
+    st.selectbox(t("attention.qk_pick"), [NO_QUERY] + mine, index=([NO_QUERY] + mine).index(st.session_state[key]),
+                 key=key,
                  format_func=lambda i: t("attention.qk_pick_none") if i == NO_QUERY else f"{i} · {points.tokens[i]}",
                  on_change=_picked, args=(key,))
 
