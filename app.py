@@ -8,11 +8,12 @@ the warm-up of the default model before the first visitor arrives (issue #15), a
 what one visitor can make the server hold bounded (app_pages/_ui/serving.py, issue #19). Each visit then runs this file as a
 script (__name__ == "__main__"), which is the router below.
 
-pandas is imported here, before any page: plotly looks pandas up in sys.modules without importing it, so while one
-session's first page imported it, another session's figure could meet a half-initialised module and fail
-(bench/bench_load.py found this). Imported here, a concurrent first import waits on Python's import lock instead.
+pandas is imported at the top of every script run, before any page: plotly looks pandas up in sys.modules without
+importing it, so while one session's first page imported it, another session's figure could meet a half-initialised
+module and fail (bench/bench_load.py found this). Imported there, a concurrent first import waits on Python's import
+lock instead. Not at this module's top: that cost 0.4 s before the server listened (issue #25's cold start); the
+warm-up thread imports it right after the server starts.
 """
-import pandas  # noqa: F401 - first, see the docstring
 import streamlit as st
 from streamlit.runtime.scriptrunner import StopException
 
@@ -23,6 +24,7 @@ from viz_core.i18n import LANGUAGE_NAMES, LANGUAGES, normalise_lang
 
 
 def main() -> None:
+    import pandas  # noqa: F401 - before any page (see the module's docstring); at once after the first import
     st.set_page_config(page_title="Attention Explorer", page_icon=":material/visibility:", layout="wide")
     ui.page_style()  # readable on phones and in both themes (captions' contrast, formulas that scroll)
 
