@@ -84,39 +84,43 @@ def own_lr(name: str, lr: float, col) -> float:
 
 
 def hyper_controls(picked: list[str], lr: float) -> tuple[opt.RacerSpec, ...]:
-    """Each optimizer's own hyperparameters (and, optionally, its own learning rate)."""
-    with st.expander(ui.t("optimizers.hyper_header")):
-        cols = st.columns(len(opt.CLASSIC))
-        nm = names()
-        for c, n in zip(cols, opt.CLASSIC):
-            c.markdown(f"**{nm[n]}**")
-        hyper = {"sgd": {}, "momentum": {
-            "momentum": ui.slider(ui.t("optimizers.momentum"), 0.0, 0.99, "mom", 0.9, step=0.01, container=cols[1])}}
-        hyper["adagrad"] = {"eps": ui.selectbox("ε", EPS_CHOICES, "ada_eps", 1e-8, container=cols[2])}
-        hyper["rmsprop"] = {"alpha": ui.selectbox("α", ALPHA_CHOICES, "rms_alpha", 0.9, container=cols[3]),
-                            "eps": ui.selectbox("ε", EPS_CHOICES, "rms_eps", 1e-8, container=cols[3])}
-        adam = {"beta1": ui.slider("β₁", 0.0, 0.99, "beta1", 0.9, step=0.01, container=cols[4]),
-                "beta2": ui.selectbox("β₂", BETA2_CHOICES, "beta2", 0.999, container=cols[4]),
-                "eps": ui.selectbox("ε", EPS_CHOICES, "adam_eps", 1e-8, container=cols[4])}
-        hyper["adam"] = adam
-        lrs = {n: own_lr(n, lr, c) for n, c in zip(opt.CLASSIC, cols)}
-        st.caption(ui.t("optimizers.extras_caption"))
-        wd = ui.selectbox(ui.t("optimizers.weight_decay"), WD_CHOICES, "wd", 0.01, container=st.columns(3)[0])
+    """Each optimizer's own hyperparameters (and, optionally, its own learning rate): drawn only while their section
+    is open (issue #25: about 20 controls), and holding their values while it is closed."""
+    opened, box = ui.fold(ui.t("optimizers.hyper_header"), "hyper")
+    where = box if opened else ui.HIDDEN
+    cols = where.columns(len(opt.CLASSIC))
+    nm = names()
+    for c, n in zip(cols, opt.CLASSIC):
+        c.markdown(f"**{nm[n]}**")
+    hyper = {"sgd": {}, "momentum": {
+        "momentum": ui.slider(ui.t("optimizers.momentum"), 0.0, 0.99, "mom", 0.9, step=0.01, container=cols[1])}}
+    hyper["adagrad"] = {"eps": ui.selectbox("ε", EPS_CHOICES, "ada_eps", 1e-8, container=cols[2])}
+    hyper["rmsprop"] = {"alpha": ui.selectbox("α", ALPHA_CHOICES, "rms_alpha", 0.9, container=cols[3]),
+                        "eps": ui.selectbox("ε", EPS_CHOICES, "rms_eps", 1e-8, container=cols[3])}
+    adam = {"beta1": ui.slider("β₁", 0.0, 0.99, "beta1", 0.9, step=0.01, container=cols[4]),
+            "beta2": ui.selectbox("β₂", BETA2_CHOICES, "beta2", 0.999, container=cols[4]),
+            "eps": ui.selectbox("ε", EPS_CHOICES, "adam_eps", 1e-8, container=cols[4])}
+    hyper["adam"] = adam
+    lrs = {n: own_lr(n, lr, c) for n, c in zip(opt.CLASSIC, cols)}
+    where.caption(ui.t("optimizers.extras_caption"))
+    wd = ui.selectbox(ui.t("optimizers.weight_decay"), WD_CHOICES, "wd", 0.01, container=where.columns(3)[0])
     hyper["adamw"] = {**adam, "weight_decay": wd}
     hyper["nadam"] = dict(adam)
     return tuple(opt.RacerSpec(n, lrs.get(n, lr), tuple(sorted(hyper[n].items()))) for n in picked)
 
 
 def schedule_controls() -> schedules.ScheduleConfig:
-    with st.expander(ui.t("optimizers.sched_header")):
-        c1, c2, c3 = st.columns(3)
-        kind = ui.selectbox(ui.t("optimizers.schedule"), schedules.SCHEDULES, "sched", "constant",
-                            format_func=lambda k: ui.t(f"optimizers.sched_{k}"), container=c1)
-        step_size = ui.number(ui.t("optimizers.step_size"), 1, 2000, "sched_every", 100, step=10, container=c2)
-        gamma = ui.slider(ui.t("optimizers.gamma"), 0.05, 1.0, "sched_gamma", 0.5, step=0.05, container=c2)
-        warmup = ui.number(ui.t("optimizers.warmup"), 1, 2000, "sched_warmup", 50, step=10, container=c3)
-        floor = ui.slider(ui.t("optimizers.min_ratio"), 0.0, 1.0, "sched_floor", 0.0, step=0.05, container=c3)
-        st.caption(ui.t("optimizers.sched_caption"))
+    """The learning-rate schedule: drawn only while its section is open, holding its values while closed."""
+    opened, box = ui.fold(ui.t("optimizers.sched_header"), "sched_open")
+    where = box if opened else ui.HIDDEN
+    c1, c2, c3 = where.columns(3)
+    kind = ui.selectbox(ui.t("optimizers.schedule"), schedules.SCHEDULES, "sched", "constant",
+                        format_func=lambda k: ui.t(f"optimizers.sched_{k}"), container=c1)
+    step_size = ui.number(ui.t("optimizers.step_size"), 1, 2000, "sched_every", 100, step=10, container=c2)
+    gamma = ui.slider(ui.t("optimizers.gamma"), 0.05, 1.0, "sched_gamma", 0.5, step=0.05, container=c2)
+    warmup = ui.number(ui.t("optimizers.warmup"), 1, 2000, "sched_warmup", 50, step=10, container=c3)
+    floor = ui.slider(ui.t("optimizers.min_ratio"), 0.0, 1.0, "sched_floor", 0.0, step=0.05, container=c3)
+    where.caption(ui.t("optimizers.sched_caption"))
     return schedules.ScheduleConfig(kind, int(step_size), float(gamma), float(floor), int(warmup))
 
 

@@ -61,7 +61,7 @@ def test_surface_change_resets_start_and_lr_then_divergence_message():
 
 
 def test_fair_race_schedule_extras_and_inspect():
-    at = run_page("optimizers", {"lang": "en", "surface": "line_fit", "steps": "100"})
+    at = run_page("optimizers", {"lang": "en", "surface": "line_fit", "steps": "100", "sched_open": "1"})
     at.checkbox(key="optimizers.r_adamw").check()
     at.toggle(key="optimizers.fair").set_value(True)
     widget(at, "selectbox", "optimizers.sched").set_value("cosine").run()
@@ -75,6 +75,27 @@ def test_fair_race_schedule_extras_and_inspect():
     assert at.query_params["tab"] in ("inside", ["inside"])
     state = json.loads(at.get("plotly_chart")[1].proto.spec)
     assert "Inside AdaGrad" in state["layout"]["title"]["text"]
+
+
+def test_closed_sections_are_not_drawn_and_their_values_hold():
+    """The hyperparameter and schedule sections are drawn only while open (issue #25), and a value set in them (or
+    given by a link) decides the race whether they are open or closed."""
+    moved = {"lang": "en", "steps": "60", "beta1": "0.5", "own_adam": "1", "lr_adam": "0.02", "sched": "cosine"}
+    closed = run_page("optimizers", moved)
+    assert_clean(closed)
+    labels = {w.proto.label for kind in ("slider", "selectbox", "number_input") for w in closed.get(kind)}
+    assert "β₁" not in labels and "Schedule" not in labels  # neither section drawn
+    assert closed.query_params["beta1"] in ("0.5", ["0.5"]) and closed.query_params["lr_adam"] in ("0.02", ["0.02"])
+    opened = run_page("optimizers", moved | {"hyper": "1", "sched_open": "1"})
+    assert_clean(opened)
+    assert {"β₁", "Schedule"} <= {w.proto.label for kind in ("slider", "selectbox") for w in opened.get(kind)}
+    assert widget(opened, "slider", "optimizers.beta1").value == 0.5
+    assert widget(opened, "number_input", "optimizers.lr_adam").value == 0.02
+    assert widget(opened, "selectbox", "optimizers.sched").value == "cosine"
+    race = json.loads(closed.get("plotly_chart")[0].proto.spec)["data"]
+    assert race == json.loads(opened.get("plotly_chart")[0].proto.spec)["data"]
+    plain = json.loads(run_page("optimizers", {"lang": "en", "steps": "60"}).get("plotly_chart")[0].proto.spec)
+    assert race != plain["data"]  # the held values changed the race
 
 
 def test_click_on_the_contour_sets_the_start():

@@ -83,12 +83,45 @@ def setup(namespace: str) -> None:
 # menu) takes the default of the element it got last; with the menu's first option as default, "Date" became "Copy"
 # on the next click. (.streamlit/config.toml silences the server-log warning about a default next to a session value.)
 # Not for tabs and expanders: their default is part of their identity (a new default would make a new widget).
+class _Hidden:
+    """A container that draws nothing (ui.HIDDEN): a control given it is not drawn and returns the value it holds.
+
+    For the controls of a closed fold (fold()): every element drawn costs the browser time on a page switch (issue
+    #25), and a closed section's controls still decide the page (e.g. Optimizers' hyperparameters). Their values
+    hold as if drawn: the store, else the address, else the default. Any other call on it (columns, caption,
+    markdown) draws nothing; columns returns as many hidden containers."""
+
+    def columns(self, spec, **_kw) -> list:
+        return [self] * (spec if isinstance(spec, int) else len(spec))
+
+    def __getattr__(self, _name: str):
+        return lambda *_a, **_kw: self
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *_exc) -> None:
+        return None
+
+
+HIDDEN = _Hidden()
+
+
+def _held(param: str, default: Any, parse: Callable[[str], Any], valid: Callable[[Any], bool]) -> Any:
+    """The value of a control that is not drawn (container=HIDDEN), kept in the store and the address."""
+    held = value(param, default, parse, valid)
+    state.commit(param, held, default)
+    return held
+
+
 def _options_widget(draw: Callable, label: str, options: Sequence, param: str, default: Any,
                     format_func: Callable, container, **kw):
     """An option widget (selectbox, radio, segmented control, select slider) over stable ids, keyed per language."""
     options = list(options)
     default = options[0] if default not in options and options else default  # (the options may depend on others)
     by_text = {state.to_text(o): o for o in options}
+    if container is HIDDEN:
+        return _held(param, default, by_text.__getitem__, lambda v: v in options)
     key = state.bind(param, default, by_text.__getitem__, lambda v: v in options, lang=lang())
     value = draw(container, options.index(st.session_state[key]))(label, options, key=key, format_func=format_func,
                                                                   **kw)
@@ -172,7 +205,8 @@ def fold(label: str, param: str, default: bool = False):
     Opening or closing it reruns the page, and the page draws the contents only when open, so a closed section costs
     the browser nothing on a page switch (issue #25: every chart drawn costs about 40 ms there). Its state holds like
     any control's (the address says 1 / 0). Keyed per language, as tabs are: a translated label is a new expander to
-    Streamlit, which would start closed."""
+    Streamlit, which would start closed. Controls that decide the page while it is closed are given
+    container=HIDDEN then (see _Hidden): `where = box if opened else ui.HIDDEN`."""
     key = state.bind(param, default, _parse_bool, lambda v: isinstance(v, bool), lang=lang())
     box = st.expander(label, key=key, on_change="rerun")
     opened = bool(box.open)
@@ -194,8 +228,12 @@ def slider(label: str, min_value, max_value, param: str, default, step=None, con
         clamped = min(max(current, min_value), max_value)
         if clamped != current:
             state.set_value(param, cast(clamped))
-    key = state.bind(param, default, cast, lambda v: isinstance(v, (int, float)) and min_value <= v <= max_value
-                     and _on_step(v, min_value, step))
+    def valid(v) -> bool:
+        return isinstance(v, (int, float)) and min_value <= v <= max_value and _on_step(v, min_value, step)
+
+    if container is HIDDEN:
+        return _held(param, default, cast, valid)
+    key = state.bind(param, default, cast, valid)
     # a slider's identity includes its range: a new range is a new widget, which starts at its minimum unless
     # its value is re-stated through the session state
     st.session_state[key] = st.session_state[key]
@@ -212,7 +250,12 @@ def _on_step(value, min_value, step) -> bool:
 def number(label: str, min_value, max_value, param: str, default, step=None, container=st, **kw):
     """st.number_input whose value holds; bounded by min/max."""
     cast = float if isinstance(default, float) else int
-    key = state.bind(param, default, cast, lambda v: isinstance(v, (int, float)) and min_value <= v <= max_value)
+    def valid(v) -> bool:
+        return isinstance(v, (int, float)) and min_value <= v <= max_value
+
+    if container is HIDDEN:
+        return _held(param, default, cast, valid)
+    key = state.bind(param, default, cast, valid)
     value = container.number_input(label, min_value, max_value, st.session_state[key], key=key, step=step, **kw)
     state.commit(param, value, default)
     return value
@@ -220,6 +263,8 @@ def number(label: str, min_value, max_value, param: str, default, step=None, con
 
 def checkbox(label: str, param: str, default: bool = False, container=st, toggle: bool = False, **kw) -> bool:
     """st.checkbox (or st.toggle) whose value holds; the address says 1/0."""
+    if container is HIDDEN:
+        return _held(param, default, _parse_bool, lambda v: isinstance(v, bool))
     key = state.bind(param, default, _parse_bool, lambda v: isinstance(v, bool))
     widget = container.toggle if toggle else container.checkbox
     value = widget(label, st.session_state[key], key=key, **kw)

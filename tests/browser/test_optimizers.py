@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from tests.browser.conftest import SHOTS, assert_no_exception, screenshot, wait_done
+from viz_core import i18n
 
 pytestmark = pytest.mark.browser
 
@@ -118,13 +119,17 @@ def test_tabs_and_divergence(open_page, lang):
 @pytest.mark.parametrize("lang,width,dark", [("en", 1400, False), ("zh", 420, True)])
 def test_controls_open(open_page, lang, width, dark):
     """Both expanders open (every optimizer's hyperparameters, the schedule), wide and narrow, light and dark."""
-    page = open_page(f"/optimizers?lang={lang}&r_adamw=1&own_adam=1", width=width, dark=dark)
-    for summary in page.locator("[data-testid='stExpander'] summary").all():
-        summary.click()
-        page.wait_for_timeout(400)
-    wait_done(page)
+    page = open_page(f"/optimizers?lang={lang}&r_adamw=1&own_adam=1&lr_adam=0.02", width=width, dark=dark)
+    assert page.get_by_label("β₁").count() == 0  # closed sections are not drawn (issue #25)
+    summaries = page.locator("[data-testid='stExpander'] summary")
+    assert summaries.count() == 2
+    for i in range(2):
+        summaries.nth(i).click()  # each opening reruns the page, which then draws the section
+        wait_done(page)
+    page.wait_for_url(lambda url: "hyper=1" in url and "sched_open=1" in url)
     assert_no_exception(page)
     assert page.get_by_label("β₁").count() >= 1
+    assert page.get_by_label(i18n.t("optimizers.lr_of", lang, name=i18n.t("optimizers.name_adam", lang)), exact=True).input_value() == "0.02"
     screenshot(page, f"optimizers-controls-{lang}-{width}{'-dark' if dark else ''}")
     _chart_shots(page, f"optimizers-controls-{lang}-{width}{'-dark' if dark else ''}")
 
