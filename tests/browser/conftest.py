@@ -150,6 +150,13 @@ def wait_done(page, timeout_ms: int = 120_000) -> None:
     page.wait_for_selector(DONE, timeout=timeout_ms)
 
 
+def charts_drawn(page, at_least: int) -> int:
+    """How many plotly charts the page shows, once at least `at_least` are drawn: plotly draws after the script run
+    has ended (its script loads per tab: seen 3 s after the run on a busy machine)."""
+    page.locator(".js-plotly-plot").nth(at_least - 1).wait_for()
+    return page.locator(".js-plotly-plot").count()
+
+
 def tick_labels(page, axis: str, chart: str = "") -> list[str]:
     """Tick labels on `axis` ("x" or "y") of `chart` (a CSS selector; default: the page's first chart), read once
     plotly has drawn them: plotly draws after the script run has ended."""

@@ -8,8 +8,8 @@ import re
 
 import pytest
 
-from tests.browser.conftest import (assert_no_exception, choose, chosen, open_tab, pick, screenshot, switch_language,
-                                    type_text, wait_done)
+from tests.browser.conftest import (assert_no_exception, charts_drawn, choose, chosen, open_tab, pick, screenshot,
+                                    switch_language, type_text, wait_done)
 from viz_core import i18n
 
 pytestmark = pytest.mark.browser
@@ -46,7 +46,7 @@ def test_compare_a_variant_and_open_the_head_that_moved_most(open_page, lang):
     pick(page, i18n.t("attention.view", lang), i18n.t("attention.view_compare", lang))
     type_text(page, i18n.t("attention.text_variant", lang), "The mat sat on the cat because it was tired.")
     assert_no_exception(page)
-    assert page.locator(".js-plotly-plot").count() >= 4  # A, A′, the difference, the ranking
+    assert charts_drawn(page, 4) >= 4  # A, A′, the difference, the ranking
     top = bar_labels(page)[0]  # "Layer 5 · Head 9": the head whose attention moved most
     layer, head = re.findall(r"\d+", top)
     click_centre(page, page.locator(f"{RANK} .barlayer .point").first)
@@ -82,8 +82,7 @@ def test_compare_on_a_phone_in_the_dark(open_page):
     variant = "The cat sat quietly on the mat because it was tired.".replace(" ", "%20")
     page = open_page(f"/?lang=zh&view=compare&text2={variant}", width=390, height=2600, dark=True)
     assert_no_exception(page)
-    page.locator(".js-plotly-plot").nth(3).wait_for()  # plotly draws after the run has ended (slower on a busy box)
-    assert page.locator(".js-plotly-plot").count() >= 4
+    assert charts_drawn(page, 4) >= 4
     assert "+quietly" in page.locator(".st-key-compare_diff_fig").inner_text()
     screenshot(page, "compare_phone_dark_zh")
 

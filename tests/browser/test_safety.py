@@ -11,8 +11,8 @@ from urllib.parse import quote
 
 import pytest
 
-from tests.browser.conftest import (assert_no_exception, choose, open_tab, pick, screenshot, the_open_tab,
-                                    tick_labels, wait_done)
+from tests.browser.conftest import (assert_no_exception, charts_drawn, choose, open_tab, pick, screenshot,
+                                    the_open_tab, tick_labels, wait_done)
 from viz_core import i18n
 from viz_core.seq2seq.training import checkpoint_files, load_checkpoint
 
@@ -41,7 +41,7 @@ def test_model_box_refuses_in_chinese_without_paths(open_page, typed, words):
     assert words in alert and "bert-base-uncased" in alert
     assert "/tmp" not in alert and "/root" not in alert and "Traceback" not in alert
     assert "all-MiniLM-L6-v2" in main_text(page)  # the default model keeps working
-    assert page.locator(".js-plotly-plot").count() >= 1
+    assert charts_drawn(page, 1) >= 1
     screenshot(page, f"safety-model-refused-{'path' if typed.startswith('/') else 'id'}-zh")
 
 
@@ -107,7 +107,7 @@ def test_cross_attention_with_one_head_chosen_in_the_menu(open_page):
     choose(page, i18n.t("mechanics.heads", "en"), "1")
     assert_no_exception(page)
     assert "Head: 0 (the only choice here)" in main_text(page)
-    assert page.locator(".js-plotly-plot").count() >= 2
+    assert charts_drawn(page, 2) >= 2
     screenshot(page, "safety-cross-one-head-en")
 
 
