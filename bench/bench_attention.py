@@ -122,6 +122,16 @@ def _rss_sampler(ps, period_s: float = 0.05):
     return thread, box
 
 
+def _page_views() -> list[str]:
+    """The Attention page's views of an encoder (VIEWS minus DECODER_VIEWS), read from its source: importing a page
+    would run it."""
+    import ast
+    tree = ast.parse((ROOT / "app_pages" / "attention.py").read_text(encoding="utf-8"))
+    found = {t.id: ast.literal_eval(node.value) for node in tree.body if isinstance(node, ast.Assign)
+             for t in node.targets if isinstance(t, ast.Name) and t.id in ("VIEWS", "DECODER_VIEWS")}
+    return [v for v in found["VIEWS"] if v not in found["DECODER_VIEWS"]]
+
+
 def bench_memory() -> None:
     """One visitor (one browser session per length) opens Attention with a sentence of 24, then 500 tokens and
     clicks through every view of the default (encoder) model, as a person would; the server's RSS is sampled every
@@ -129,9 +139,8 @@ def bench_memory() -> None:
     import psutil
     from playwright.sync_api import sync_playwright
 
-    from app_pages.attention import DECODER_VIEWS, VIEWS
     from viz_core import i18n
-    views = [v for v in VIEWS if v not in DECODER_VIEWS]
+    views = _page_views()
     print("4. peak RSS of the app server: one visitor, default model, every Attention view "
           f"({', '.join(views)}) at 24 and 500 tokens (sampled every 50 ms; goal <= 600 MB)")
     port = 8765

@@ -39,6 +39,23 @@ def test_ig_equals_per_step_reference(tiny_gpt2):
     np.testing.assert_allclose(a.scores, ref, atol=1e-4, rtol=1e-3)
 
 
+@pytest.mark.parametrize("fixture, pair, target", [("tiny_bert", B, None), ("tiny_gpt2", None, None),
+                                                   ("tiny_t5", None, B)])
+def test_chunks_of_path_points_add_up_to_one_batch(fixture, pair, target, request, monkeypatch):
+    """Long inputs run the path points in chunks (attribution.CHUNK_BYTES: one batch of 34 points of 500 tokens held
+    5.5 GB); one point per chunk gives the batch's numbers."""
+    from viz_core.pretrained import attribution
+    m = request.getfixturevalue(fixture)
+    whole = token_attribution(m, A, pair, steps=8, target=target)
+    assert attribution._chunk_points(m, [attribution._embed_inputs(m, e) for e in
+                                         attribution.objective(m, A, pair, target).inputs]) >= 10  # one batch here
+    monkeypatch.setattr(attribution, "CHUNK_BYTES", 1)           # one path point per forward + backward
+    chunked = token_attribution(m, A, pair, steps=8, target=target)
+    np.testing.assert_allclose(chunked.scores, whole.scores, atol=1e-5, rtol=1e-4)
+    assert chunked.value == pytest.approx(whole.value, abs=1e-5)
+    assert chunked.baseline_value == pytest.approx(whole.baseline_value, abs=1e-5)
+
+
 @pytest.mark.parametrize("fixture, pair, target", [("tiny_bert", B, None), ("tiny_bert", None, None),
                                                    ("tiny_gpt2", None, None), ("tiny_t5", None, B)])
 def test_completeness(fixture, pair, target, request):

@@ -26,6 +26,9 @@ from .token_text import token_labels
 
 METHODS = ("integrated_gradients",)
 MAX_STEPS = 256
+# what one chunk of path points may hold for its backward pass: about 4 saved (H, N, N) float32 tensors per layer per
+# point. One batch of 34 points of 500 tokens held 5.5 GB (bench/bench_attention.py memory, 2026-11-27)
+CHUNK_BYTES = 256 * 2**20
 
 
 @dataclass
@@ -101,17 +104,35 @@ def _baseline_vector(m, table: torch.nn.Embedding) -> torch.Tensor:
 
 
 def integrated_gradients(m, obj: Objective, steps: int) -> tuple[np.ndarray, float, float]:
-    """(IG per token (N,), f(x), f(x')): one batched forward + backward over S path points plus both ends."""
+    """(IG per token (N,), f(x), f(x')): IG_i = (x_i - x'_i) · mean over the S path points x' + a (x - x') of
+    df/dx_i, a = (s + 0.5) / S; forward + backward over the S points and both ends, in chunks of points whose saved
+    activations stay under CHUNK_BYTES (the points are independent rows, so the chunks add up to one batch)."""
     alphas = torch.cat([(torch.arange(steps) + 0.5) / steps, torch.tensor([0.0, 1.0])])  # (S + 2,)
     parts = [_embed_inputs(m, enc) for enc in obj.inputs]
-    paths = [(base + alphas[:, None, None] * (x - base)).requires_grad_(True) for _, x, base in parts]  # (S+2, N, d)
-    with torch.enable_grad():
-        outputs = [_forward_embeds(m, rest, path) for (rest, _, _), path in zip(parts, paths)]
-        f = _score_with_grad(m, obj, outputs)                     # (S + 2,)
-        grads = torch.autograd.grad(f.sum(), paths)               # each (S + 2, N, d)
-    scores = [((x - base) * g[:steps].mean(0)).sum(-1) for (_, x, base), g in zip(parts, grads)]  # (N,) each
-    f = f.detach().double()
+    rows = _chunk_points(m, parts)
+    sums = [torch.zeros_like(x) for _, x, _ in parts]            # each (N, d): df/dx summed over the path points
+    values = []
+    for start in range(0, len(alphas), rows):
+        a = alphas[start:start + rows]                            # (C,)
+        paths = [(base + a[:, None, None] * (x - base)).requires_grad_(True) for _, x, base in parts]  # (C, N, d)
+        with torch.enable_grad():
+            outputs = [_forward_embeds(m, rest, path) for (rest, _, _), path in zip(parts, paths)]
+            f = _score_with_grad(m, obj, outputs)                 # (C,)
+            grads = torch.autograd.grad(f.sum(), paths)           # each (C, N, d)
+        on_path = start + torch.arange(len(a)) < steps            # (C,): the path points, not the two ends
+        for total, g in zip(sums, grads):
+            total += g[on_path].sum(0)
+        values.append(f.detach().double())
+    scores = [((x - base) * total / steps).sum(-1) for (_, x, base), total in zip(parts, sums)]  # (N,) each
+    f = torch.cat(values)                                         # (S + 2,)
     return torch.cat(scores).float().numpy(), float(f[-1]), float(f[-2])
+
+
+def _chunk_points(m, parts) -> int:
+    """Path points per forward + backward: their saved attention (~4 x L x H x N x N floats each) under CHUNK_BYTES."""
+    n = max(x.shape[0] for _, x, _ in parts)
+    per_point = 4 * 4 * max(1, m.n_layers) * m.n_heads * n * n
+    return int(max(1, CHUNK_BYTES // per_point))
 
 
 def _forward_embeds(m, rest: dict, embeds: torch.Tensor):
