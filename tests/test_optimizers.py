@@ -356,6 +356,38 @@ def test_race_figure_animation():
     assert fig.to_json()                         # serialisable as st.plotly_chart will do it
 
 
+def _values(v) -> np.ndarray:
+    """A figure array as to_dict gives it: a list, an array, or plotly's base64 typed array {dtype, bdata}."""
+    if isinstance(v, dict):
+        return np.frombuffer(base64.b64decode(v["bdata"]), dtype=v["dtype"])
+    return np.asarray(v)
+
+
+def test_race_frames_thin_passing_trails_and_end_on_the_figure():
+    """Frames a play passes through carry at most FRAME_TRAIL_POINTS points per trail, each ending exactly at the
+    racer's position at that step; the last frame is the figure itself (its trails at full resolution)."""
+    result = _race("rosenbrock", lr=0.001, steps=600)
+    s = surfaces.SURFACES["rosenbrock"]
+    names = {n: n for n in opt.CLASSIC}
+    fig = plots.race_figure(surfaces.surface_grid(s, 40), surfaces.surface_grid(s, 7), result.trajectories, names,
+                            _labels(), x_range=s.x_range, y_range=s.y_range, minima=s.minima, start=s.start)
+    trajs, d = result.trajectories, fig.to_dict()
+    first_trail = len(d["data"]) - 2 * len(trajs)                               # trails, then heads
+    steps = [int(f["name"]) for f in d["frames"]]
+    for frame, step in zip(d["frames"][:-1], steps[:-1]):
+        for tr, trace in zip(trajs, frame["data"][first_trail:first_trail + len(trajs)]):
+            x, y = _values(trace["x"]), _values(trace["y"])
+            assert len(x) <= plots.FRAME_TRAIL_POINTS
+            k = min(step, tr.n_steps)
+            assert (x[-1], y[-1]) == pytest.approx((tr.path[k, 0], tr.path[k, 1]), rel=1e-6)
+            assert (x[0], y[0]) == pytest.approx((tr.path[0, 0], tr.path[0, 1]), rel=1e-6)
+    last = d["frames"][-1]["data"][first_trail:first_trail + len(trajs)]
+    for trace, own in zip(last, d["data"][first_trail:first_trail + len(trajs)]):
+        x, own_x = _values(trace["x"]), _values(own["x"])
+        assert len(x) == len(own_x) > plots.FRAME_TRAIL_POINTS
+        np.testing.assert_allclose(x, own_x, rtol=1e-6)
+
+
 def test_banded_image_orientation():
     level = np.tile(np.linspace(0, 1, 30)[:, None], (1, 20))          # grows with y (row index)
     rgb, lo, hi = plots.banded_image(level, n_bands=5)

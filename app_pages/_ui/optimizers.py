@@ -17,10 +17,14 @@ def race(cfg: opt.RaceConfig) -> opt.RaceResult:
     return opt.race(cfg)
 
 
+HOVER_POINTS = 21  # the race's invisible hover / click points per axis
+
+
 @st.cache_data(max_entries=16, show_spinner=False)
 def grid(surface_key: str, n: int = 300) -> surfaces.SurfaceGrid:
-    """The surface sampled on n x n points (300 for the picture, 31 for the hover / click points: each is an SVG
-    element the browser lays out on every page switch, 961 instead of 1681 since issue #25)."""
+    """The surface sampled on n x n points (300 for the picture, 21 for the hover / click points: each is an SVG
+    element the browser styles and lays out on every page switch, 441 instead of 1681 since issue #25; a click
+    anywhere still lands within plotly's 20 px hover distance of one)."""
     return surfaces.surface_grid(surfaces.get_surface(surface_key), n)
 
 
@@ -33,7 +37,7 @@ def race_figure(cfg: opt.RaceConfig, names: dict, labels: dict):
     """
     result, surface = race(cfg), surfaces.get_surface(cfg.surface)
     fit = (np.array(surfaces.LINE_X), np.array(surfaces.LINE_Y)) if cfg.surface == "line_fit" else None
-    return plots.race_figure(grid(cfg.surface), grid(cfg.surface, 31), result.trajectories, names, labels,
+    return plots.race_figure(grid(cfg.surface), grid(cfg.surface, HOVER_POINTS), result.trajectories, names, labels,
                              x_range=surface.x_range,
                              y_range=surface.y_range, minima=surface.minima, start=cfg.start,
                              log_levels=surface.log_contours, fit=fit)

@@ -19,7 +19,8 @@ from .common import LINE_COLOURS, set_frames
 ORDER = ("sgd", "momentum", "adagrad", "rmsprop", "adam", "adamw", "nadam")
 COLOURS = {name: LINE_COLOURS[i] for i, name in enumerate(ORDER)}
 LOG_FLOOR = 1e-16      # a loss gap of exactly 0 cannot sit on a log axis: it is drawn at this floor
-TRAIL_POINTS = 400     # a frame draws at most this many points of a trail (beyond: thinned; the full path stays faint)
+TRAIL_POINTS = 400     # the race's own trails (its last frame) draw at most this many points (beyond: thinned)
+FRAME_TRAIL_POINTS = 80  # the frames before the last, played in passing, at most this many (the full path stays faint)
 SURFACE_SCALE = "Viridis"   # colours of the loss surface (dark = low loss)
 N_BANDS = 24                # the surface picture is cut into this many colour bands (a filled-contour look)
 
@@ -34,10 +35,10 @@ def frame_steps(n_max: int, n_frames: int = 40) -> np.ndarray:
     return np.unique(np.round(np.linspace(0, n_max, min(n_frames, n_max) + 1)).astype(int))
 
 
-def _trail(path: np.ndarray, s: int) -> np.ndarray:
-    """path[:s + 1], thinned to at most TRAIL_POINTS points but always ending exactly at path[s] -> (k, 2)."""
+def _trail(path: np.ndarray, s: int, points: int = TRAIL_POINTS) -> np.ndarray:
+    """path[:s + 1], thinned to at most `points` points but always ending exactly at path[s] -> (k, 2)."""
     s = min(s, len(path) - 1)
-    idx = np.unique(np.round(np.linspace(0, s, min(s + 1, TRAIL_POINTS))).astype(int))
+    idx = np.unique(np.round(np.linspace(0, s, min(s + 1, points))).astype(int))
     return path[idx]
 
 
@@ -172,8 +173,12 @@ def race_figure(grid, hover_grid, trajs: Sequence, names: Mapping[str, str], lab
     # every trace is in every frame, the static ones unchanged ({}): plotly recomputes all traces when it animates
     # but re-plots only those of the frame, and a click on a trace left un-plotted fails (no start point after Play)
     unchanged = [{} for _ in range(n_static)]
-    set_frames(fig, [go.Frame(data=unchanged + _frame_xy(trajs, int(s), fit), traces=list(range(len(fig.data))),
-                               name=str(int(s)), _validate=False) for s in steps])
+    # the frames a play passes through carry thinner trails (FRAME_TRAIL_POINTS): a race's frames were 371 of its
+    # 523 KB, which every page switch sends and the browser parses three times (issue #25); the last frame, where a
+    # play stops, draws them as the figure does
+    set_frames(fig, [go.Frame(data=unchanged + _frame_xy(trajs, int(s), fit,
+                                                         TRAIL_POINTS if s == steps[-1] else FRAME_TRAIL_POINTS),
+                               traces=list(range(len(fig.data))), name=str(int(s)), _validate=False) for s in steps])
     _animation_controls(fig, steps, labels, frame_ms)
     _race_axes(fig, x_range, y_range, labels, fit)
     top = 100 if fit is not None else 60      # room for the subplot titles under the legend
@@ -187,9 +192,10 @@ def race_figure(grid, hover_grid, trajs: Sequence, names: Mapping[str, str], lab
     return fig
 
 
-def _frame_xy(trajs, s: int, fit) -> list[dict]:
-    """The moving traces of one frame, coordinates only (styles stay from the figure): trails, heads, fit lines."""
-    trails = [_trail(tr.path, s) for tr in trajs]                                 # each (k, 2)
+def _frame_xy(trajs, s: int, fit, points: int = TRAIL_POINTS) -> list[dict]:
+    """The moving traces of one frame, coordinates only (styles stay from the figure): trails (at most `points`
+    points each), heads, fit lines."""
+    trails = [_trail(tr.path, s, points) for tr in trajs]                         # each (k, 2)
     heads = [tr.path[min(s, tr.n_steps)] for tr in trajs]                         # each (2,)
     data = [dict(type="scatter", x=tr[:, 0].astype(np.float32), y=tr[:, 1].astype(np.float32)) for tr in trails]
     data += [dict(type="scatter", x=[float(h[0])], y=[float(h[1])]) for h in heads]
