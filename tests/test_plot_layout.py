@@ -5,7 +5,8 @@ import plotly.graph_objects as go
 
 from viz_core.plots import lm as lm_plots
 from viz_core.plots import mechanics as mech_plots
-from viz_core.plots.common import label_px, matrix_heatmap, placeholder_figure, reserve_margins
+from viz_core.plots import scaling as scaling_plots
+from viz_core.plots.common import fit_margins, label_px, matrix_heatmap, placeholder_figure, reserve_margins
 
 # what Chromium's automargin gave these labels with the Streamlit theme (measured: left margin, 1400 px page)
 MEASURED_LEFT = {"a": 67, "abcde": 91, "abcdefghij": 113, "哈基咪": 96, "哈基咪哈基咪": 132,
@@ -31,6 +32,41 @@ def test_reserved_margins_follow_the_colour_bar_and_the_font():
     assert reserve_margins(fig).layout.margin.r == 10
     assert label_px("哈", 12) > label_px("W", 12) > label_px("a", 12)
     assert label_px("abc", 9) < label_px("abc", 12)
+
+
+def _line(y, **layout) -> go.Figure:
+    fig = go.Figure(go.Scatter(x=np.arange(len(y)), y=y, mode="lines"))
+    fig.update_xaxes(title_text="step")
+    fig.update_yaxes(title_text="loss")
+    fig.update_layout(**{"margin": dict(l=10, r=10, t=30, b=10), **layout})
+    return fig
+
+
+def test_fit_margins_widen_a_line_chart_for_its_numeric_labels():
+    small = fit_margins(_line(np.linspace(0, 1, 50)))          # labels such as 0.4: about 3 characters
+    wide = fit_margins(_line(np.linspace(-12345.5, 3, 50)))    # such as −12000: 6
+    assert 64 + label_px("0.4") <= small.layout.margin.l < wide.layout.margin.l
+    assert wide.layout.margin.l >= 64 + label_px("\u221212000")
+    assert small.layout.margin.b >= 64 + 12 and small.layout.margin.r > 10  # the last x label reaches past the plot
+    log = go.Figure(go.Scatter(x=[1, 2, 3], y=[1e-6, 1e-3, 1.0]))
+    log.update_yaxes(type="log")
+    log.update_layout(margin=dict(l=10, r=10, t=30, b=10))
+    assert fit_margins(log).layout.margin.l >= 64 + label_px("1e-06")
+
+
+def test_fit_margins_change_nothing_they_cannot_judge_or_that_already_fits():
+    fig = _line(np.linspace(0, 1, 50), margin=dict(l=200, r=50, t=30, b=150))
+    assert fit_margins(fig).layout.margin.to_plotly_json() == dict(l=200, r=50, t=30, b=150)
+    two = go.Figure([go.Scatter(y=[1, 2], name="a"), go.Scatter(y=[2, 1], name="b")])  # a legend right of the plot
+    two.update_layout(margin=dict(l=10, r=10, t=30, b=10))
+    assert fit_margins(two).layout.margin.l == 10
+    from plotly.subplots import make_subplots
+    panels = make_subplots(rows=1, cols=2)
+    panels.update_layout(margin=dict(l=10, r=10, t=30, b=10))
+    assert fit_margins(panels).layout.margin.l == 10
+    bar = scaling_plots.histogram(np.random.default_rng(0).normal(size=500), name="x", colour="red", x_title="v",
+                                  y_title="density", title="t", bins=20)
+    assert bar.layout.margin.l > 64 and bar.layout.margin.b >= 76   # the page's builders call it
 
 
 def test_small_stage_matrices_write_values_and_drop_the_colour_bar():

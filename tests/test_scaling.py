@@ -134,7 +134,8 @@ def test_jacobian_norm_against_exact_fractions_at_every_saturation():
 
 
 def test_jacobian_norm_matches_autograd_for_moderate_logits():
-    z = torch.randn(20, 12, dtype=torch.float64) * 5
+    # seeded: an unseeded draw could saturate a row, whose norm (about 1e-10) then differs beyond rtol (seen once)
+    z = torch.randn(20, 12, dtype=torch.float64, generator=torch.Generator().manual_seed(0)) * 5
     p = torch.softmax(z, -1)
     reference = [torch.linalg.matrix_norm(torch.autograd.functional.jacobian(lambda x: torch.softmax(x, -1), row))
                  for row in z]
@@ -142,7 +143,7 @@ def test_jacobian_norm_matches_autograd_for_moderate_logits():
 
 
 def test_softmax_stats_match_torch():
-    z = torch.randn(50, 9, dtype=torch.float64) * 4
+    z = torch.randn(50, 9, dtype=torch.float64, generator=torch.Generator().manual_seed(1)) * 4
     st = scaling.softmax_stats(z.numpy())
     p = torch.softmax(z, -1)
     np.testing.assert_allclose(scaling.softmax(z.numpy()), p.numpy(), rtol=1e-12)

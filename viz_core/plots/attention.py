@@ -11,7 +11,7 @@ import numpy as np
 import plotly.graph_objects as go
 
 from ..pretrained.head_analysis import thumbnail
-from .common import LINE_COLOURS, PROB_SCALE, matrix_heatmap, plain
+from .common import LINE_COLOURS, PROB_SCALE, fit_margins, matrix_heatmap, plain
 
 _LINE_VIEW_TEMPLATE = Path(__file__).with_name("line_view.html")
 COLOUR_QUANTILE = 0.99  # auto scale: the darkest colour is this quantile of the weights shown
@@ -82,7 +82,7 @@ def head_heatmap(w: np.ndarray, q_tokens: Sequence[str], k_tokens: Sequence[str]
                      ticktext=[ticks.name(i, q_tokens[i]) for i in shown], autorange="reversed", showgrid=False,
                      tickfont_size=ticks.font)
     fig.update_layout(title=dict(text=title), height=heatmap_height(n_q), margin=dict(l=10, r=10, t=50, b=10))
-    return fig
+    return fit_margins(fig)
 
 
 def colour_top(w: np.ndarray, auto_scale: bool = True, quantile: float = COLOUR_QUANTILE) -> float:

@@ -129,6 +129,117 @@ def reserve_margins(fig: go.Figure) -> go.Figure:
     return fig
 
 
+PLOTLY_MARGIN = {"l": 80, "r": 80, "t": 100, "b": 80}  # plotly's margins where a figure sets none
+
+
+def fit_margins(fig: go.Figure) -> go.Figure:
+    """Widen fig's margins (in place: call it on a figure being built) to what its tick labels, axis titles and
+    colour bar need; returns fig.
+
+    The same reason as reserve_margins, for any one-panel figure (line charts, bars, matrices; numeric or category
+    axes): a margin narrower than what the labels need makes plotly's automargin widen it after the first draw and
+    draw the whole figure again. Figures it cannot judge (several panels, sliders or buttons, a legend outside the
+    plot) keep their margins, and automargin stays on for whatever is missed."""
+    lay = fig.layout
+    axes = {k for k in lay.to_plotly_json() if k.startswith(("xaxis", "yaxis"))}
+    if axes - {"xaxis", "yaxis"} or lay.sliders or lay.updatemenus or _legend_outside(fig):
+        return fig
+    need = _margins_needed(fig)
+    have = {k: getattr(lay.margin, k) for k in need}
+    have = {k: PLOTLY_MARGIN[k] if v is None else v for k, v in have.items()}
+    if any(have[k] < need[k] for k in need):
+        fig.update_layout(margin={k: max(have[k], int(np.ceil(need[k]))) for k in need})
+    return fig
+
+
+def _legend_outside(fig: go.Figure) -> bool:
+    """Whether plotly draws a legend that pushes a margin (shown, and not placed inside the plot area)."""
+    lay = fig.layout
+    shown = [d for d in fig.data if d.showlegend is not False and (d.name or lay.showlegend)]
+    if lay.showlegend is False or (lay.showlegend is None and len(shown) < 2):
+        return False
+    x, y = lay.legend.x, lay.legend.y
+    return not (x is not None and y is not None and 0 <= x <= 1 and 0 <= y <= 1)
+
+
+def _margins_needed(fig: go.Figure) -> dict[str, float]:
+    """Left, right and bottom margins (px) that hold a one-panel figure's labels: the constants of reserve_margins
+    (measured in Chromium with the Streamlit theme) plus the widest label; a colour bar takes 100 px on the right."""
+    lay = fig.layout
+    y_size = lay.yaxis.tickfont.size or TICK_FONT_PX
+    x_size = lay.xaxis.tickfont.size or TICK_FONT_PX
+    rows = _tick_texts(lay.yaxis, fig.data, "y")
+    cols = _tick_texts(lay.xaxis, fig.data, "x")
+    angle = np.radians(abs(float(lay.xaxis.tickangle or 0)))
+    x_px = max((label_px(c, x_size) for c in cols), default=0.0)
+    left = 64 + max((label_px(r, y_size) for r in rows), default=0.0)
+    bottom = 64 + x_px * np.sin(angle) + x_size * np.cos(angle)
+    numeric_x = bool(cols) and lay.xaxis.ticktext is None and _is_number(cols[-1])
+    # a numeric axis can end on a tick whose label reaches half its width past the plot (categories sit inside)
+    right = 100 if _has_colour_bar(fig) else 10 + (label_px(cols[-1], x_size) / 2 if numeric_x and not angle else 0)
+    return {"l": left, "r": right, "b": bottom}
+
+
+def _is_number(text: str) -> bool:
+    try:
+        float(text.replace("\u2212", "-"))
+    except ValueError:
+        return False
+    return True
+
+
+def _has_colour_bar(fig: go.Figure) -> bool:
+    for d in fig.data:
+        if d.type in ("heatmap", "contour") and d.showscale is not False and d.hoverinfo != "skip":
+            return True
+        marker = getattr(d, "marker", None)
+        if marker is not None and getattr(marker, "showscale", None):
+            return True
+    return False
+
+
+def _tick_texts(axis, data, letter: str) -> list[str]:
+    """The tick labels plotly will about draw on an axis: its ticktext, the categories of a category axis, or,
+    for a numeric axis, round numbers over the data's range at a fine step (never narrower than plotly's)."""
+    if axis.ticktext is not None:
+        return [str(x) for x in axis.ticktext]
+    values = [np.asarray(_coords(d, letter)).ravel() for d in data if getattr(d, "visible", None) is not False]
+    values = [v for v in values if v.size]
+    if not values:
+        return []
+    if axis.type == "category" or any(v.dtype.kind in "OUS" for v in values):
+        return [str(v) for v in np.concatenate([v[:256] for v in values])]
+    v = np.concatenate([np.asarray(x, dtype=float) for x in values])
+    v = v[np.isfinite(v)]
+    lo, hi = (float(v.min()), float(v.max())) if v.size else (0.0, 1.0)
+    if axis.range is not None:
+        lo, hi = sorted(float(r) for r in axis.range)
+        if axis.type == "log":
+            lo, hi = 10 ** lo, 10 ** hi
+    if axis.type == "log":
+        v = v[v > 0]
+        lo, hi = (max(lo, float(v.min())), float(v.max())) if v.size else (1.0, 10.0)
+        return [f"{10.0 ** k:g}" for k in range(int(np.floor(np.log10(lo))), int(np.ceil(np.log10(hi))) + 1)]
+    span = (hi - lo) or abs(hi) or 1.0
+    lo, hi = lo - 0.1 * span, hi + 0.1 * span   # room for plotly's padding
+    step = 10 ** np.floor(np.log10(span / 10))
+    decimals = max(0, int(-np.floor(np.log10(step) + 1e-9)))
+    ticks = np.arange(np.floor(lo / step), np.ceil(hi / step) + 1) * step
+    return [f"{t:.{decimals}f}".replace("-", "−") for t in ticks[:: max(1, len(ticks) // 64)]]
+
+
+def _coords(trace, letter: str):
+    """A trace's x or y coordinates (a heatmap without them: the indices of z's columns or rows)."""
+    values = getattr(trace, letter, None)
+    if values is not None:
+        return values
+    z = getattr(trace, "z", None)
+    if z is None:
+        return []
+    z = np.asarray(z)
+    return np.arange(z.shape[1] if letter == "x" and z.ndim > 1 else z.shape[0])
+
+
 def _axis_labels(axis, data, letter: str) -> list[str]:
     """The tick texts of an axis: its ticktext, or the coordinates of the first trace (heatmaps use indices)."""
     if axis.ticktext is not None:

@@ -9,7 +9,7 @@ from collections.abc import Mapping, Sequence
 import numpy as np
 import plotly.graph_objects as go
 
-from .common import LINE_COLOURS, annotate_cells, matrix_heatmap
+from .common import LINE_COLOURS, annotate_cells, fit_margins, matrix_heatmap
 
 MARGIN = dict(l=10, r=10, t=50, b=10)
 
@@ -79,7 +79,7 @@ def lines_figure(x: np.ndarray, series: Mapping[str, np.ndarray], *, title: str,
 def _finish(fig: go.Figure, title: str, height: int) -> go.Figure:
     fig.update_layout(title=dict(text=title), height=height, margin=MARGIN, hovermode="x unified",
                       legend=dict(orientation="h", yanchor="top", y=-0.18, x=0))
-    return fig
+    return fit_margins(fig)
 
 
 def waves_figure(x_dense: np.ndarray, dense: np.ndarray, x_int: np.ndarray, samples: np.ndarray,

@@ -8,7 +8,7 @@ import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
 from ..scaling import normal_pdf
-from .common import LINE_COLOURS
+from .common import LINE_COLOURS, fit_margins
 
 UNSCALED_COLOUR, SCALED_COLOUR = LINE_COLOURS[3], LINE_COLOURS[0]  # red: q.k as is; blue: q.k / sqrt(d_k)
 REFERENCE_COLOUR = "#7f7f7f"
@@ -21,7 +21,7 @@ def _layout(fig: go.Figure, title: str, height: int = 360, legend_below: float |
         dict(orientation="h", yanchor="bottom", y=1.0, xanchor="left", x=0)
     fig.update_layout(title=dict(text=title), height=height, legend=legend,
                       margin=dict(l=10, r=10, t=60 if legend_below else 70, b=10))
-    return fig
+    return fit_margins(fig)
 
 
 def density_bars(values: np.ndarray, bins: int, *, name: str, colour: str, x_title: str, y_title: str) -> go.Bar:

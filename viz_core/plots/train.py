@@ -11,7 +11,7 @@ import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
 from .common import (HATCH_FILL, LINE_COLOURS, MASK_COLOUR, PROB_SCALE, PlayLabels, animated, head_trace,
-                     matrix_heatmap, plain, tick_labels)
+                     fit_margins, matrix_heatmap, plain, tick_labels)
 
 
 def _column(history: Sequence[dict], key: str) -> list:
@@ -67,7 +67,7 @@ def schedule_curve(steps: Sequence[int], lr: Sequence[float], *, warmup: int | N
     fig.update_xaxes(title_text=x_title)
     fig.update_yaxes(title_text=y_title, rangemode="tozero", exponentformat="e")
     fig.update_layout(height=height, margin=dict(l=10, r=10, t=20, b=10), showlegend=False)
-    return fig
+    return fit_margins(fig)
 
 
 def decoding_heatmap(probs: np.ndarray, step_labels: Sequence[str], vocab: Sequence[str], *, title: str = "",
