@@ -12,9 +12,13 @@ pytestmark = pytest.mark.browser
 def test_grid_click_opens_head(open_page):
     page = open_page("/?view=grid&lang=en")
     assert_no_exception(page)
+    # plotly draws after the script run has ended (late on a busy machine): wait for the grid's points
+    page.wait_for_selector(".js-plotly-plot .scatterlayer .point", timeout=60_000)
     points = page.locator(".js-plotly-plot .scatterlayer .point")
     assert points.count() == 6 * 12
     box = points.nth(2 * 12 + 3).bounding_box()  # layer 2, head 3
+    # plotly takes the clicked point from its last hover: rest on the cell first, as a person's pointer does
+    page.mouse.move(box["x"] + box["width"] / 2, box["y"] + box["height"] / 2, steps=3)
     page.mouse.click(box["x"] + box["width"] / 2, box["y"] + box["height"] / 2)
     page.wait_for_timeout(500)
     wait_done(page)

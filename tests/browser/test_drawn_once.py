@@ -9,9 +9,11 @@ from tests.browser.conftest import assert_no_exception, charts_drawn
 
 pytestmark = pytest.mark.browser
 
-# page address -> charts on it (each one-panel, no legend outside the plot)
-PAGES = {"/scaling?lang=en": 3, "/mechanics?lang=en": 7, "/anatomy?lang=zh": 4, "/optimizers?lang=en": 3,
-         "/?lang=en": 1}
+# page address -> (charts on it, how many of them from the top are checked: one-panel figures whose legend sits in
+# a margin the figure sets; the Language model's third, a played figure of two panels, is left to automargin)
+PAGES = {"/scaling?lang=en": (3, 3), "/mechanics?lang=en": (7, 7), "/anatomy?lang=zh": (4, 4),
+         "/optimizers?lang=en": (3, 3), "/?lang=en": (1, 1), "/positions?lang=zh": (3, 3),
+         "/language_model?lang=en": (3, 2)}
 
 _PUSHED = """() => [...document.querySelectorAll("[data-testid='stMain'] .js-plotly-plot")].map(gd => {
   const m = gd.layout.margin || {}, s = gd._fullLayout._size;
@@ -20,10 +22,11 @@ _PUSHED = """() => [...document.querySelectorAll("[data-testid='stMain'] .js-plo
 })"""
 
 
-@pytest.mark.parametrize("address, n", PAGES.items())
-def test_no_margin_is_pushed_after_the_first_draw(open_page, address, n):
+@pytest.mark.parametrize("address, charts", PAGES.items())
+def test_no_margin_is_pushed_after_the_first_draw(open_page, address, charts):
+    n, checked = charts
     page = open_page(address)
     assert_no_exception(page)
     assert charts_drawn(page, n) >= n
     pushed = page.evaluate(_PUSHED)
-    assert len(pushed) >= n and not any(pushed), pushed
+    assert len(pushed) >= n and not any(pushed[:checked]), pushed

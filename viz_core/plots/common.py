@@ -153,7 +153,9 @@ def fit_margins(fig: go.Figure) -> go.Figure:
 
 
 def _legend_outside(fig: go.Figure) -> bool:
-    """Whether plotly draws a legend that pushes a margin (shown, and not placed inside the plot area)."""
+    """Whether plotly draws a legend placed beyond the plot's edges (x or y outside [0, 1], or plotly's default place
+    right of the plot): it pushes a margin by its own size, which is not estimated here. A legend anchored at an
+    edge (e.g. a row above the plot: y = 1, yanchor "bottom") sits in the margin the figure sets for it."""
     lay = fig.layout
     shown = [d for d in fig.data if d.showlegend is not False and (d.name or lay.showlegend)]
     if lay.showlegend is False or (lay.showlegend is None and len(shown) < 2):

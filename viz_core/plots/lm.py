@@ -13,7 +13,7 @@ import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
 from .common import (LINE_COLOURS, MASK_COLOUR, PROB_SCALE, PlayLabels, add_mask_overlay, animated, annotate_cells,
-                     head_trace, matrix_heatmap, plain, reserve_margins, tick_labels)
+                     fit_margins, head_trace, matrix_heatmap, plain, reserve_margins, tick_labels)
 
 
 def _evals(history: Sequence[dict], key: str) -> tuple[list, list]:
@@ -41,9 +41,10 @@ def phase_panels(history: Sequence[dict], *, x_title: str, loss_title: str, firs
         _step_lines(fig, marker_x, phase_x, phase_name)
         fig.update_xaxes(title_text=x_title)
         fig.update_yaxes(title_text=title, rangemode="tozero", range=y_range)
-        fig.update_layout(height=height, margin=dict(l=10, r=10, t=30, b=10),
-                          legend=dict(orientation="h", yanchor="top", y=-0.3, x=0))
-        panels.append(fig)
+        # the legend in a row above the plot (below the axis title it pushed the bottom margin after the first draw)
+        fig.update_layout(height=height, margin=dict(l=10, r=10, t=40, b=10),
+                          legend=dict(orientation="h", yanchor="bottom", y=1.0, xanchor="left", x=0))
+        panels.append(fit_margins(fig))
     return panels[0], panels[1]
 
 
