@@ -11,7 +11,7 @@ import plotly.graph_objects as go
 
 from .common import LINE_COLOURS, annotate_cells, fit_margins, matrix_heatmap
 
-MARGIN = dict(l=10, r=10, t=80, b=10)  # t: the title and a row of legend
+MARGIN = dict(l=10, r=10, t=50, b=10)
 
 
 def _labels(idx: Sequence[int]) -> list[str]:
@@ -77,10 +77,11 @@ def lines_figure(x: np.ndarray, series: Mapping[str, np.ndarray], *, title: str,
 
 
 def _finish(fig: go.Figure, title: str, height: int) -> go.Figure:
-    """Title, then the legend in a row above the plot (inside the top margin: a legend below the axis title pushed
-    the bottom margin after the first draw, and plotly drew the figure twice); the other margins fit the labels."""
+    """Title on top, the legend under the axis title. (A legend row above the plot would let fit_margins reserve
+    every margin, but on a phone the long names wrap to two rows and run into the title: the legend stays below,
+    and plotly's automargin places it, at the cost of a second draw.)"""
     fig.update_layout(title=dict(text=title), height=height, margin=MARGIN, hovermode="x unified",
-                      legend=dict(orientation="h", yanchor="bottom", y=1.0, xanchor="left", x=0))
+                      legend=dict(orientation="h", yanchor="top", y=-0.18, x=0))
     return fit_margins(fig)
 
 
