@@ -115,17 +115,8 @@ def reserve_margins(fig: go.Figure) -> go.Figure:
     Measured in Chromium with the Streamlit theme: the y title and ticks take 61 px besides the labels, the x title
     and ticks 62 px, a colour bar with its title 92 px; we ask for 64, 64 and 100 px (a little slack, never short).
     """
-    lay = fig.layout
-    rows = _axis_labels(lay.yaxis, fig.data, "y")
-    cols = _axis_labels(lay.xaxis, fig.data, "x")
-    y_size = lay.yaxis.tickfont.size or TICK_FONT_PX
-    x_size = lay.xaxis.tickfont.size or TICK_FONT_PX
-    angle = np.radians(abs(float(lay.xaxis.tickangle or 0)))
-    x_px = max((label_px(c, x_size) for c in cols), default=0.0)
-    left = 64 + max((label_px(r, y_size) for r in rows), default=0.0)
-    bottom = 64 + x_px * np.sin(angle) + x_size * np.cos(angle)
-    bar = any(d.type == "heatmap" and d.showscale is not False and d.hoverinfo != "skip" for d in fig.data)
-    fig.update_layout(margin=dict(l=int(np.ceil(left)), b=int(np.ceil(bottom)), r=100 if bar else 10))
+    need = _margins_needed(fig)  # (shared with fit_margins, which only widens what a figure already asks for)
+    fig.update_layout(margin={k: int(np.ceil(v)) for k, v in need.items()})
     return fig
 
 
@@ -240,14 +231,6 @@ def _coords(trace, letter: str):
         return []
     z = np.asarray(z)
     return np.arange(z.shape[1] if letter == "x" and z.ndim > 1 else z.shape[0])
-
-
-def _axis_labels(axis, data, letter: str) -> list[str]:
-    """The tick texts of an axis: its ticktext, or the coordinates of the first trace (heatmaps use indices)."""
-    if axis.ticktext is not None:
-        return [str(x) for x in axis.ticktext]
-    values = getattr(data[0], letter, None) if data else None
-    return [] if values is None else [str(v) for v in np.asarray(values).ravel()[:256]]
 
 
 # ---------------------------------------------------------------- text on cells that stays readable
