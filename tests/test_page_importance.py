@@ -103,24 +103,27 @@ def test_blank_text_b_is_no_pair():
     assert "No text B" in _markdown(at) and len(at.get("plotly_chart")) == 4
 
 
-def test_the_packaged_model_ablates_in_numpy_until_transformers_has_it(monkeypatch):
-    """A first visit's map does not wait for torch: numpy answers for short input while the transformers model is
-    not loaded (numbers equal: tests/pretrained/test_bert_numpy.py); long input and a loaded model go to torch."""
+def test_the_packaged_model_answers_in_numpy_until_transformers_has_it(monkeypatch):
+    """The map and the token attribution of the packaged model never ask for the transformers model while it is
+    not loaded (numbers equal: tests/pretrained/test_bert_numpy.py, test_attribution_numpy.py); once it is, torch
+    answers (faster on long input)."""
     from app_pages._ui import importance as view
     from app_pages._ui import models
 
     monkeypatch.setitem(models._packaged, "transformers", None)
-    ablation = models.numpy_ablation()
-    assert ablation is not None
-    assert ablation.head_importance("word " * 600) is None  # over NumpyAblation.MAX_BYTES: chunked torch batches
+    assert models.numpy_ablation() is not None and models.numpy_attribution() is not None
 
     def no_torch(name=""):
-        raise AssertionError("the map asked for the transformers model")
+        raise AssertionError("the view asked for the transformers model")
 
     monkeypatch.setattr(models, "model", no_torch)
     view.importance.clear()
+    view.attribution.clear()
     r = view.importance("", "encoder", "A numpy-only sentence.", "", "", "self", "zero")
     assert r.shape == (6, 12) and r.metric == "self_cosine" and np.isfinite(r.effect).all()
+    a = view.attribution("", "encoder", "A numpy-only sentence.", "A second one.", "", 8)
+    assert a.metric == "pair_cosine" and len(a.tokens) == len(a.scores) == sum(a.lengths)
     view.importance.clear()
+    view.attribution.clear()
     monkeypatch.setitem(models._packaged, "transformers", object())
-    assert models.numpy_ablation() is None
+    assert models.numpy_ablation() is None and models.numpy_attribution() is None

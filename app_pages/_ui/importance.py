@@ -18,9 +18,8 @@ from viz_core.plots import importance as plots
 
 from . import models
 
-if TYPE_CHECKING:  # torch: imported when the view is opened (see importance(), attribution())
-    from viz_core.pretrained.ablation import HeadImportance
-    from viz_core.pretrained.attribution import TokenAttribution
+if TYPE_CHECKING:  # torch: imported for a model other than the packaged one (see importance(), attribution())
+    from viz_core.pretrained.result import HeadImportance, TokenAttribution
 
 METHODS = ("zero", "mean")
 PEAK_STATS = ("max", "entropy")
@@ -43,14 +42,11 @@ class Input:
 @st.cache_data(show_spinner=False, max_entries=32)
 def importance(name: str, kind: str, text: str, pair: str, target: str, part: str, method: str) -> HeadImportance:
     """All L x H ablations of one input (see viz_core.pretrained.ablation). The packaged model answers in numpy until
-    transformers has loaded it (the same numbers within 2e-6, tested), so a first visit does not wait for torch;
-    input too long for its one batch goes to torch."""
+    transformers has loaded it (the same numbers within 2e-6, tested): no torch in the server for it."""
     numpy_ablation = models.numpy_ablation() if not name else None
     if numpy_ablation is not None:
         with models.heavy():
-            r = numpy_ablation.head_importance(text, pair or None, method=method)
-        if r is not None:
-            return r
+            return numpy_ablation.head_importance(text, pair or None, method=method)
     from viz_core.pretrained.ablation import head_importance  # torch: imported when this view is opened, not with the page
 
     loaded = models.model(name)
@@ -60,7 +56,12 @@ def importance(name: str, kind: str, text: str, pair: str, target: str, part: st
 
 @st.cache_data(show_spinner=False, max_entries=32)
 def attribution(name: str, kind: str, text: str, pair: str, target: str, steps: int) -> TokenAttribution:
-    from viz_core.pretrained.attribution import token_attribution  # torch, as above
+    """Integrated gradients per token (see viz_core.pretrained.attribution); the packaged model in numpy, as above."""
+    numpy_attribution = models.numpy_attribution() if not name else None
+    if numpy_attribution is not None:
+        with models.heavy():
+            return numpy_attribution.token_attribution(text, pair or None, steps=steps)
+    from viz_core.pretrained.attribution import token_attribution  # torch: imported for another model only
 
     loaded = models.model(name)
     with models.heavy():
@@ -176,7 +177,7 @@ def _draw_attribution(inp: Input) -> None:
     st.subheader(t("importance.attr_header"))
     steps = ui.select_slider(t("importance.steps"), STEPS, "isteps", 32)
     try:
-        with st.spinner(t("importance.computing")):  # the first time after a server start, torch loads here
+        with st.spinner(t("importance.computing")):
             a = attribution(inp.name, inp.kind, inp.text, inp.pair, inp.target, steps)
     except InputError as exc:
         ui.show_error(exc)

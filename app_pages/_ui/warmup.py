@@ -2,9 +2,11 @@
 1. the packaged model in numpy (viz_core.pretrained.bert_numpy, no torch) and the attention of the Attention page's default
    sentences, so a first visit finds its heatmap computed;
 2. plotly's import;
-3. then, once a visitor's first page has run, torch, transformers and the transformers model for the views that
-   need the model itself. Their import holds the GIL for about 3 s: started at once, it slowed the first visitor's
-   page down (a view that needs the model before then loads it itself, behind a spinner).
+3. then, once a visitor's first page has run, the garbage collector's freeze of what lives as long as the server.
+
+Neither torch nor transformers is imported here: every view of the packaged model answers in numpy (models.py), and
+together they would hold about 340 MB of a small server's memory for nothing (issue #25). A page that trains a model
+imports torch when it is opened.
 
 It starts as the server starts (serving.lifespan, the st.App hook that `streamlit run app.py` and `uvicorn app:app` use),
 while the first visitor's browser is still loading the page; AppTest has no server and no warm-up. A visit that needs
@@ -49,9 +51,7 @@ def _warm(texts: tuple[str, ...]) -> None:
             models.attention("", text)
         from viz_core.plots import attention as _plots  # noqa: F401 - plotly's import, before the first figure
 
-        # importing torch and transformers holds the GIL for about 3 s: not before a first visitor's page is drawn
-        page_served.wait()
-        models.default_model()  # for the views that need the model itself; the numpy path then shares its weights
+        page_served.wait()  # modules a first page imports live as long as the server too
         _freeze_long_lived()
         memory.arm()  # collections are cheap from now on (memory.py)
     except Exception:  # noqa: BLE001 - a failed warm-up only means that the first visit loads the model itself

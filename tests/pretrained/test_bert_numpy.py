@@ -118,11 +118,55 @@ def test_numpy_ablation_by_hand_for_one_head(models):
     np.testing.assert_allclose(pooled[0], ab.pooled(ids, "zero")[0], atol=0)  # the intact row is intact
 
 
-def test_numpy_ablation_refuses_what_it_cannot_do(models):
+def test_long_text_ablates_in_chunks_with_the_same_numbers(models):
+    """A text too long for one growing batch runs layer by layer in small batches: equal to the growing batch on a
+    short text (both strategies), and to torch on a text over the limit (about 180 tokens)."""
+    from viz_core.pretrained.ablation import head_importance
+
+    nb, hf = models
+    ab = bert_numpy.NumpyAblation(nb)
+    ids = ab.encode("The cat sat on the mat because it was tired.")
+    for method in ("zero", "mean"):
+        np.testing.assert_allclose(ab._pooled_in_chunks(ids, method), ab.pooled(ids, method), atol=2e-6)
+    words = "the quick brown fox jumps over a lazy dog while seven curious cats watch it".split()
+    long = " ".join(words[i % len(words)] for i in range(178))
+    assert ab.fits(24) and ab.fits(128) and not ab.fits(len(ab.encode(long))) and not ab.fits(512)
+    got, ref = ab.head_importance(long, method="mean"), head_importance(hf, long, method="mean")
+    assert np.abs(ref.effect).max() > 1e-3
+    np.testing.assert_allclose(got.ablated, ref.ablated, atol=2e-6, rtol=0)
+
+
+def test_numpy_ablation_refuses_bad_input(models):
     ab = bert_numpy.NumpyAblation(models[0])
-    assert ab.fits(24) and ab.fits(128) and not ab.fits(512)  # long input: the torch path, in chunks
-    assert ab.head_importance("word " * 600, "a short one") is None
     with pytest.raises(InputError):
         ab.head_importance("   ")
     with pytest.raises(InputError):
         ab.head_importance("a text", method="halve")
+
+
+# ---------------------------------------------------------------- Q, K, V and positions in numpy (issue #25)
+@pytest.mark.parametrize("text", ["The cat sat on the mat.", "猫坐在垫子上 🙂 [SEP] x", "word " * 600])
+def test_qkv_equals_transformers(models, text):
+    nb, hf = models
+    for layer in (0, 5):
+        a, b = nb.qkv(text, layer), pretrained.qkv_for(hf, text, layer)
+        assert a.tokens == b.tokens and (a.layer, a.n_layers, a.n_heads) == (b.layer, b.n_layers, b.n_heads)
+        for field in ("q", "k", "v", "weights"):
+            x, y = getattr(a, field), getattr(b, field)
+            assert x.dtype == np.float32 and x.shape == y.shape, field
+            np.testing.assert_allclose(x, y, atol=1e-5, rtol=0, err_msg=field)
+
+
+def test_qkv_refuses_a_layer_it_does_not_have(models):
+    with pytest.raises(InputError):
+        models[0].qkv("a text", 6)
+    with pytest.raises(InputError):
+        models[0].qkv("  ", 0)
+
+
+def test_position_embeddings_equal_transformers(models):
+    nb, hf = models
+    got = nb.position_embeddings()
+    np.testing.assert_array_equal(got, pretrained.position_embeddings(hf))
+    got[0, 0] += 1.0  # a copy: the model's weights stay as they are
+    assert nb.w["embeddings.position_embeddings.weight"][0, 0] != got[0, 0]

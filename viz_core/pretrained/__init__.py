@@ -1,7 +1,7 @@
 """Pretrained Hugging Face models: load one, read its attention, analyse and probe its heads.
 
     load.py           load_model, attention_for, qkv_for, queries_keys_for, position_embeddings (torch + transformers)
-    result.py         AttentionResult, what every extraction returns (numpy arrays and token strings)
+    result.py         AttentionResult, QKV, TokenAttribution: what extractions return (numpy arrays and token strings)
     bert_numpy.py     the packaged all-MiniLM-L6-v2 in numpy only: no torch, no transformers
     policy.py         ModelPolicy: which models a visitor may load, and how big
     catalog.py        what the model picker lists (language, kind, size); which models read a text; [UNK] share
@@ -12,6 +12,7 @@
     architecture.py   Architecture: MHA / GQA / MQA, positions, norm and its place, read from a config (no torch)
     ablation.py       head_importance: knock a head out and measure what changes
     attribution.py    token_attribution: integrated gradients per token
+    attribution_numpy.py  the same for the packaged model in numpy (a hand-written backward pass: no torch)
 
 `from viz_core.pretrained import load_model, attention_for` keeps working (the public API); the names are looked up
 lazily, so that importing bert_numpy, policy or head_analysis does not import torch.
@@ -22,8 +23,8 @@ from .. import lazy_exports
 
 _EXPORTS = {
     **dict.fromkeys(("load_model", "attention_for", "qkv_for", "queries_keys_for", "position_embeddings",
-                     "release_memory", "default_model_path", "LoadedModel", "QKV"), "load"),
-    **dict.fromkeys(("AttentionResult", "clean_text", "DEFAULT_MODEL", "MAX_CHARS", "DISPLAY_TOKEN_LIMIT"), "result"),
+                     "release_memory", "default_model_path", "LoadedModel"), "load"),
+    **dict.fromkeys(("AttentionResult", "QKV", "clean_text", "DEFAULT_MODEL", "MAX_CHARS", "DISPLAY_TOKEN_LIMIT"), "result"),
     "ModelPolicy": "policy",
     **dict.fromkeys(("logit_lens_for", "lens_from_readout", "LogitLens", "LENS_MAX_TOKENS"), "lens"),
     **dict.fromkeys(("Architecture", "of_config", "MINILM"), "architecture"),

@@ -14,44 +14,18 @@ padding token ([PAD]; 0 for a model without one, e.g. GPT-2).
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import numpy as np
 import torch
 
-from . import head_analysis
-from ..errors import InputError
 from .ablation import Objective, objective, score
+from .head_analysis import attention_received, reading_rows  # noqa: F401 - their old home is here
+from .result import MAX_STEPS, METHODS, TokenAttribution, check_attribution  # noqa: F401 - torch-free (shared
+# with attribution_numpy, the packaged model's integrated gradients in numpy)
 from .token_text import token_labels
 
-METHODS = ("integrated_gradients",)
-MAX_STEPS = 256
 # what one chunk of path points may hold for its backward pass: about 4 saved (H, N, N) float32 tensors per layer per
 # point. One batch of 34 points of 500 tokens held 5.5 GB (bench/bench_attention.py memory, 2026-11-27)
 CHUNK_BYTES = 256 * 2**20
-
-
-@dataclass
-class TokenAttribution:
-    """Per-token scores of one input (text A, then text B for a pair; each with its own special tokens)."""
-    tokens: list[str]
-    scores: np.ndarray          # float32 (N,): IG attributions, same unit as f; sum ~ value - baseline_value
-    attention: np.ndarray       # float32 (N,): last layer, mean over heads, weight each token receives (per text)
-    rollout: np.ndarray         # float32 (N,): attention rollout after the last layer, same reading rows
-    special: np.ndarray         # bool (N,)
-    segments: np.ndarray        # int8 (N,): 0 = text A, 1 = text B, -1 = special token
-    value: float                # f(x)
-    baseline_value: float       # f(x')
-    metric: str
-    method: str = "integrated_gradients"
-    steps: int = 32
-    target_token: str = ""      # the scored next token (decoder-only models)
-    lengths: tuple[int, ...] = ()  # tokens of each separately encoded text (A, then B)
-
-    @property
-    def completeness_gap(self) -> float:
-        """sum_i IG_i - (f(x) - f(x')): 0 for the exact integral; small for a fine enough sum."""
-        return float(self.scores.sum(dtype=np.float64) - (self.value - self.baseline_value))
 
 
 def token_attribution(m, text: str, text_pair: str | None = None, method: str = "integrated_gradients",
@@ -60,10 +34,7 @@ def token_attribution(m, text: str, text_pair: str | None = None, method: str = 
 
     m: what viz_core.pretrained.load_model() returns; target as in viz_core.ablation.head_importance.
     """
-    if method not in METHODS:
-        raise InputError("importance.bad_attr_method", f"method must be one of {METHODS}", method=str(method)[:30])
-    if not isinstance(steps, int) or not 1 <= steps <= MAX_STEPS:
-        raise InputError("importance.bad_steps", f"steps must be 1..{MAX_STEPS}", max=MAX_STEPS)
+    check_attribution(method, steps)
     obj = objective(m, text, text_pair, target)
     scores, value, base = integrated_gradients(m, obj, steps)
     tokens, special, segments, attention, rollout = _token_info(m, obj)
@@ -150,28 +121,6 @@ def _score_with_grad(m, obj: Objective, outputs: list) -> torch.Tensor:
 
 
 # ---------------------------------------------------------------- what attention says
-def reading_rows(kind: str, n: int) -> np.ndarray:
-    """The query rows whose attention is read: all rows for an encoder (mean pooling reads every position), the
-    last row for a decoder-only model (the position that predicts the next token)."""
-    rows = np.zeros(n, dtype=bool)
-    if kind == "next":
-        rows[-1] = True
-    else:
-        rows[:] = True
-    return rows
-
-
-def attention_received(weights: np.ndarray, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """(raw, rollout) per key token: (L, H, N, N) -> (N,) each, averaged over the reading rows.
-
-    raw = mean_h W_{L,h}[rows].mean(0), the last layer; rollout = R_L[rows].mean(0) (head_analysis.rollout).
-    Both sum to 1 over the tokens.
-    """
-    raw = weights[-1].mean(0)[rows].mean(0)                       # (N,)
-    roll = head_analysis.rollout(weights)[-1][rows].mean(0)       # (N,)
-    return raw.astype(np.float32), roll.astype(np.float32)
-
-
 def _token_info(m, obj: Objective):
     """Tokens, special / segment masks and the attention comparisons of every separately encoded text."""
     tokens, special, segments, raws, rolls = [], [], [], [], []

@@ -26,7 +26,7 @@ from pathlib import Path
 import numpy as np
 
 from .architecture import MINILM, Architecture
-from .result import DEFAULT_MODEL, DISPLAY_TOKEN_LIMIT, AttentionResult, HeadImportance, clean_text
+from .result import DEFAULT_MODEL, DISPLAY_TOKEN_LIMIT, QKV, AttentionResult, HeadImportance, clean_text
 from ..errors import InputError
 
 
@@ -43,17 +43,34 @@ class ModelInfo:
 
 
 def _erf(x: np.ndarray) -> np.ndarray:
-    """erf by Abramowitz & Stegun 7.1.26 (absolute error < 1.5e-7, below float32 rounding of the results)."""
-    sign = np.sign(x)
+    """erf by Abramowitz & Stegun 7.1.26 (absolute error < 1.5e-7, below float32 rounding of the results):
+    erf(x) = sign(x) (1 - p(t) exp(-x^2)), t = 1 / (1 + 0.3275911 |x|), p by Horner's rule. Computed in place on
+    three arrays of x's size (the FFN's activations are the largest arrays of a long input's pass)."""
     a = np.abs(x)
-    t = 1.0 / (1.0 + 0.3275911 * a)
-    poly = t * (0.254829592 + t * (-0.284496736 + t * (1.421413741 + t * (-1.453152027 + t * 1.061405429))))
-    return sign * (1.0 - poly * np.exp(-a * a))
+    t = a * 0.3275911
+    t += 1.0
+    np.reciprocal(t, out=t)
+    poly = t * 1.061405429
+    for c in (-1.453152027, 1.421413741, -0.284496736, 0.254829592):
+        poly += c
+        poly *= t
+    del t
+    np.square(a, out=a)
+    np.negative(a, out=a)
+    np.exp(a, out=a)  # exp(-x^2)
+    poly *= a
+    np.subtract(1.0, poly, out=poly)
+    poly *= np.sign(x)
+    return poly
 
 
 def gelu(x: np.ndarray) -> np.ndarray:
     """GELU(x) = x Phi(x) = x (1 + erf(x / sqrt 2)) / 2 (the exact form BERT uses, not the tanh approximation)."""
-    return (0.5 * x * (1.0 + _erf(x / np.sqrt(2.0, dtype=x.dtype)))).astype(x.dtype, copy=False)
+    y = _erf(x / np.sqrt(2.0, dtype=x.dtype))
+    y += 1.0
+    y *= x
+    y *= 0.5
+    return y.astype(x.dtype, copy=False)
 
 
 def layer_norm(x: np.ndarray, gamma: np.ndarray, beta: np.ndarray, eps: float) -> np.ndarray:
@@ -63,10 +80,14 @@ def layer_norm(x: np.ndarray, gamma: np.ndarray, beta: np.ndarray, eps: float) -
     return (x - mu) / np.sqrt(var + eps) * gamma + beta
 
 
-def softmax(scores: np.ndarray) -> np.ndarray:
-    """Row softmax over the last axis, max-shifted."""
-    e = np.exp(scores - scores.max(-1, keepdims=True))
-    return e / e.sum(-1, keepdims=True)
+def softmax(scores: np.ndarray, in_place: bool = False) -> np.ndarray:
+    """Row softmax over the last axis, max-shifted; in_place overwrites scores (no temporary of their size)."""
+    if not in_place:
+        scores = scores.copy()
+    scores -= scores.max(-1, keepdims=True)
+    np.exp(scores, out=scores)
+    scores /= scores.sum(-1, keepdims=True)
+    return scores
 
 
 class NumpyBert:
@@ -116,14 +137,15 @@ class NumpyBert:
         return taken
 
     # ------------------------------------------------------------ forward
-    def _layer(self, h: np.ndarray, i: int, need_output: bool = True,
-               knock: tuple[np.ndarray, str] | None = None,
-               capture: list | None = None) -> tuple[np.ndarray | None, np.ndarray]:
-        """One encoder layer on a batch: h (B, N, d) -> (h (B, N, d), or None when not needed; weights (B, H, N, N)).
+    def _layer(self, h: np.ndarray, i: int, need_output: bool = True, need_weights: bool = True,
+               knock: tuple[np.ndarray, np.ndarray, str] | None = None,
+               capture: list | None = None) -> tuple[np.ndarray | None, np.ndarray | None]:
+        """One encoder layer on a batch: h (B, N, d) -> (h (B, N, d), or None when not needed; weights (B, H, N, N),
+        or None when not needed: then freed before the FFN, whose temporaries are the other large arrays).
 
-        knock = (rows, method): head h's output (the h-th slice of W_O's input) is replaced in batch row rows[h],
-        by 0 ("zero") or by its mean over the positions of row 0 ("mean"); see NumpyAblation.
-        capture: a list that receives (q, k), each (B, H, N, d_k), the queries and keys the weights come from."""
+        knock = (rows, heads, method): head heads[j]'s output (its slice of W_O's input) is replaced in batch row
+        rows[j], by 0 ("zero") or by its mean over the positions of row 0 ("mean"); see NumpyAblation.
+        capture: a list that receives (q, k, v), each (B, H, N, d_k), the queries, keys and values of the layer."""
         p, w = f"encoder.layer.{i}.", self.w
         b, n, d = h.shape
         dk = d // self.n_heads
@@ -138,15 +160,19 @@ class NumpyBert:
 
         q, k, v = heads("query"), heads("key"), heads("value")
         if capture is not None:
-            capture.append((q, k))
-        weights = softmax(q @ np.ascontiguousarray(k.transpose(0, 1, 3, 2)) / np.float32(np.sqrt(dk)))  # (B,H,N,N)
+            capture.append((q, k, v))
+        weights = q @ np.ascontiguousarray(k.transpose(0, 1, 3, 2))  # (B, H, N, N): the scores, then in place
+        weights /= np.float32(np.sqrt(dk))
+        weights = softmax(weights, in_place=True)  # one array of the batch's largest size, not four
         if not need_output:
             return None, weights
         ctx = (weights @ v).transpose(0, 2, 1, 3)  # (B, N, H, d_k): the heads' outputs, the input of W_O
+        if not need_weights:
+            weights = None
         if knock is not None:
-            rows, method = knock
+            rows, knocked, method = knock
             ctx = ctx.copy()
-            ctx[rows, :, np.arange(self.n_heads), :] = 0.0 if method == "zero" else ctx[0].mean(0)[:, None, :]
+            ctx[rows, :, knocked, :] = 0.0 if method == "zero" else ctx[0].mean(0)[knocked][:, None, :]
         ctx = ctx.reshape(b, n, d)  # (B, N, d)
         u = layer_norm(h + linear(ctx, "attention.output.dense"), w[p + "attention.output.LayerNorm.weight"],
                        w[p + "attention.output.LayerNorm.bias"], self.eps)
@@ -162,15 +188,16 @@ class NumpyBert:
              + w["embeddings.token_type_embeddings.weight"][type_ids])  # (N, d)
         return layer_norm(h, w["embeddings.LayerNorm.weight"], w["embeddings.LayerNorm.bias"], self.eps)[None]
 
-    def attention_weights(self, ids: list[int], type_ids: list[int]) -> np.ndarray:
-        """float32 (L, H, N, N) attention of every layer and head for one unpadded input."""
+    def attention_weights(self, ids: list[int], type_ids: list[int], mean_heads: bool = False) -> np.ndarray:
+        """float32 (L, H, N, N) attention of every layer and head for one unpadded input; with mean_heads their
+        mean over the heads, (L, 1, N, N) (an H-th of the memory: 6 MB instead of 72 MB at 500 tokens)."""
         n = len(ids)
         h = self.embed(ids, type_ids)  # (1, N, d)
-        out = np.empty((self.n_layers, self.n_heads, n, n), dtype=np.float32)  # (L, H, N, N)
+        out = np.empty((self.n_layers, 1 if mean_heads else self.n_heads, n, n), dtype=np.float32)  # (L, H|1, N, N)
         with self._lock:
             for i in range(self.n_layers):
                 h, weights = self._layer(h, i, need_output=i < self.n_layers - 1)
-                out[i] = weights[0]
+                out[i] = weights[0].mean(0, keepdims=True) if mean_heads else weights[0]
         return out
 
     def queries_keys(self, texts: list[str]) -> list[tuple[list[str], np.ndarray, np.ndarray]]:
@@ -185,15 +212,37 @@ class NumpyBert:
             if n == 0:
                 raise InputError("attention.no_tokens", "the tokenizer produced no tokens for this text")
             h = np.concatenate([self.embed(encs[i].ids, encs[i].type_ids) for i in group])  # (B, N, d)
-            captured: list[tuple[np.ndarray, np.ndarray]] = []
+            captured: list[tuple[np.ndarray, ...]] = []
             with self._lock:
                 for layer in range(self.n_layers):
-                    h, _ = self._layer(h, layer, need_output=layer < self.n_layers - 1, capture=captured)
+                    h, _ = self._layer(h, layer, need_output=layer < self.n_layers - 1, need_weights=False,
+                                   capture=captured)
             q = np.stack([c[0] for c in captured], axis=1)  # (B, L, H, N, d_k)
             k = np.stack([c[1] for c in captured], axis=1)  # (B, L, H, N, d_k)
             for row, i in enumerate(group):
                 out[i] = (list(encs[i].tokens), q[row].astype(np.float32), k[row].astype(np.float32))
         return out
+
+    def qkv(self, text: str, layer: int) -> QKV:
+        """Q, K, V (H, N, d_k) and the weights (H, N, N) of one layer for text (truncated as attention()), as
+        pretrained.qkv_for gives them. Raises InputError."""
+        if not 0 <= layer < self.n_layers:
+            raise InputError("attention.bad_layer", f"layer must be in 0..{self.n_layers - 1}", last=self.n_layers - 1)
+        enc = self._tok.encode(clean_text(text), None, add_special_tokens=True)
+        if not enc.ids:
+            raise InputError("attention.no_tokens", "the tokenizer produced no tokens for this text")
+        h = self.embed(enc.ids, enc.type_ids)  # (1, N, d)
+        captured: list[tuple[np.ndarray, ...]] = []
+        with self._lock:
+            for i in range(layer + 1):
+                h, weights = self._layer(h, i, need_output=i < layer, capture=captured if i == layer else None)
+        q, k, v = (x[0].astype(np.float32) for x in captured[0])  # (H, N, d_k) each
+        return QKV(tokens=list(enc.tokens), q=q, k=k, v=v, weights=weights[0].astype(np.float32), layer=layer,
+                   n_layers=self.n_layers, n_heads=self.n_heads)
+
+    def position_embeddings(self) -> np.ndarray:
+        """The learned position embeddings (max_positions, d_model), as pretrained.position_embeddings (a copy)."""
+        return np.array(self.w["embeddings.position_embeddings.weight"], dtype=np.float32)
 
     # ------------------------------------------------------------ the same result as pretrained.attention_for
     def attention(self, text: str, text_pair: str | None = None) -> AttentionResult:
@@ -223,22 +272,29 @@ class NumpyAblation:
     """Head ablation on a NumpyBert: effect_{l,h} = f(o_{l,h} <- 0 or its mean over positions) - f(intact), where
     f = cos(mean-pool(A), mean-pool(B)) for a pair, cos(mean-pool(A), mean-pool(A intact)) for one text.
 
-    One forward pass per text whose batch grows: row 0 stays intact, and at layer l's input H copies of row 0 are
-    appended, copy h with head h of layer l knocked out (rows 1 + l*H + h), so the layers below l run once, not once
-    per head: (1, N, d) -> (1 + L*H, N, d).
+    A short text runs as one forward pass whose batch grows: row 0 stays intact, and at layer l's input H copies of
+    row 0 are appended, copy h with head h of layer l knocked out (rows 1 + l*H + h), so the layers below l run once,
+    not once per head: (1, N, d) -> (1 + L*H, N, d). A text too long for that batch (its largest temporary over
+    MAX_BYTES) runs the intact model once, keeping every layer's input, then for each layer l batches of the intact
+    row and a few knocked copies from layer l's input on: the same numbers, with memory bounded at any length.
     """
 
-    MAX_BYTES = 96 * 2**20  # the largest temporary of the whole batch (FFN or attention scores); beyond: torch path
+    MAX_BYTES = 64 * 2**20  # the largest array of one batch (FFN or attention scores), float32: about twice that
+    # is alive at once (scores and their softmax share one array; the FFN's input and output)
 
     def __init__(self, bert: NumpyBert):
         self.bert = bert
 
-    def fits(self, n_tokens: int) -> bool:
-        """Whether a text of n_tokens keeps the batch's largest temporary under MAX_BYTES."""
+    def _row_bytes(self, n_tokens: int) -> int:
+        """Bytes of the largest temporary per batch row: the FFN's (N, d_ff) or the scores' (H, N, N)."""
         b = self.bert
         d_ff = b.w["encoder.layer.0.intermediate.dense.weight"].shape[0]
-        rows = 1 + b.n_layers * b.n_heads
-        return rows * n_tokens * max(d_ff, b.n_heads * n_tokens) * 4 <= self.MAX_BYTES
+        return n_tokens * max(d_ff, b.n_heads * n_tokens) * 4
+
+    def fits(self, n_tokens: int) -> bool:
+        """Whether a text of n_tokens runs as one growing batch (largest temporary under MAX_BYTES)."""
+        b = self.bert
+        return (1 + b.n_layers * b.n_heads) * self._row_bytes(n_tokens) <= self.MAX_BYTES
 
     def encode(self, text: str) -> list[int]:
         """One text alone with its special tokens, truncated as pretrained.load._encode does."""
@@ -249,25 +305,48 @@ class NumpyAblation:
 
     def pooled(self, ids: list[int], method: str) -> np.ndarray:
         """Mean-pooled final hidden states of the intact row and every ablation: (1 + L*H, d)."""
+        if not self.fits(len(ids)):
+            return self._pooled_in_chunks(ids, method)
         b = self.bert
         h = b.embed(ids, [0] * len(ids))  # (1, N, d)
         with b._lock:
             for i in range(b.n_layers):
                 h = np.concatenate([h, np.repeat(h[:1], b.n_heads, axis=0)])  # (1 + (i+1) H, N, d)
-                h, _ = b._layer(h, i, knock=(1 + i * b.n_heads + np.arange(b.n_heads), method))
+                h, _ = b._layer(h, i, need_weights=False,
+                                knock=(1 + i * b.n_heads + np.arange(b.n_heads), np.arange(b.n_heads), method))
         return h.mean(1)  # (1 + L*H, d)
 
-    def head_importance(self, text: str, text_pair: str | None = None,
-                        method: str = "zero") -> HeadImportance | None:
-        """As viz_core.pretrained.ablation.head_importance for this model (part "self"); None when a text is too
-        long for the batch to stay under MAX_BYTES (the torch path answers those, in chunks). Raises InputError."""
+    def _pooled_in_chunks(self, ids: list[int], method: str) -> np.ndarray:
+        """As pooled, for a long text: layer l's input kept from one intact pass, then batches of [intact row,
+        k knocked copies] (1 + k, N, d) from layer l on; the intact row leaves the batch after layer l (the mean
+        ablation reads its head outputs there)."""
+        b = self.bert
+        h = b.embed(ids, [0] * len(ids))  # (1, N, d)
+        inputs = []
+        with b._lock:
+            for i in range(b.n_layers):
+                inputs.append(h)
+                h, _ = b._layer(h, i, need_weights=False)
+        out = [h.mean(1)]  # (1, d): the intact row
+        per_batch = max(1, self.MAX_BYTES // self._row_bytes(len(ids)) - 1)
+        for i in range(b.n_layers):
+            for start in range(0, b.n_heads, per_batch):
+                heads = np.arange(start, min(b.n_heads, start + per_batch))
+                x = np.repeat(inputs[i], 1 + len(heads), axis=0)  # (1 + k, N, d)
+                with b._lock:  # per batch: other visitors' passes get their turn in between
+                    x, _ = b._layer(x, i, need_weights=False, knock=(1 + np.arange(len(heads)), heads, method))
+                    x = x[1:]  # (k, N, d)
+                    for j in range(i + 1, b.n_layers):
+                        x, _ = b._layer(x, j, need_weights=False)
+                out.append(x.mean(1))
+        return np.concatenate(out)  # (1 + L*H, d)
+
+    def head_importance(self, text: str, text_pair: str | None = None, method: str = "zero") -> HeadImportance:
+        """As viz_core.pretrained.ablation.head_importance for this model (part "self"). Raises InputError."""
         if method not in ("zero", "mean"):
             raise InputError("importance.bad_method", "method must be zero or mean", method=str(method)[:20])
         texts = [clean_text(text)] + ([clean_text(text_pair, "text_b")] if text_pair and text_pair.strip() else [])
-        encoded = [self.encode(t) for t in texts]
-        if not all(self.fits(len(ids)) for ids in encoded):
-            return None
-        pooled = [self.pooled(ids, method) for ids in encoded]  # each (1 + L*H, d)
+        pooled = [self.pooled(self.encode(t), method) for t in texts]  # each (1 + L*H, d)
         other = pooled[1] if len(pooled) == 2 else pooled[0][:1]  # B's rows, or A's intact embedding
         scores = cosine(pooled[0], other)  # (1 + L*H,)
         b = self.bert

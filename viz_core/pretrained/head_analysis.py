@@ -155,3 +155,26 @@ def sink_shares(weights: np.ndarray, special: np.ndarray) -> SinkShares:
     on_special = rows[..., other].sum(-1).mean(-1)  # (L, H)
     on_rest = rows[..., keep].sum(-1).mean(-1)  # (L, H)
     return SinkShares(*(a.astype(np.float32) for a in (first, on_special, on_rest)))
+
+
+# ---------------------------------------------------------------- what attention says about token attribution
+def reading_rows(kind: str, n: int) -> np.ndarray:
+    """The query rows whose attention is read: all rows for an encoder (mean pooling reads every position), the
+    last row for a decoder-only model (the position that predicts the next token)."""
+    rows = np.zeros(n, dtype=bool)
+    if kind == "next":
+        rows[-1] = True
+    else:
+        rows[:] = True
+    return rows
+
+
+def attention_received(weights: np.ndarray, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(raw, rollout) per key token: (L, H, N, N) -> (N,) each, averaged over the reading rows.
+
+    raw = mean_h W_{L,h}[rows].mean(0), the last layer; rollout = R_L[rows].mean(0) (see rollout).
+    Both sum to 1 over the tokens.
+    """
+    raw = weights[-1].mean(0)[rows].mean(0)                       # (N,)
+    roll = rollout(weights)[-1][rows].mean(0)                     # (N,)
+    return raw.astype(np.float32), roll.astype(np.float32)

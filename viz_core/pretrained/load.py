@@ -16,7 +16,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from .result import DEFAULT_MODEL, DISPLAY_TOKEN_LIMIT, MAX_CHARS, AttentionResult, clean_text  # noqa: F401
+from .result import DEFAULT_MODEL, DISPLAY_TOKEN_LIMIT, MAX_CHARS, QKV, AttentionResult, clean_text  # noqa: F401
 from ..errors import InputError
 from ..hooks import thread_hooks
 from . import catalog
@@ -54,19 +54,6 @@ class LoadedModel:
         model). Calls take about a millisecond, so waiting costs nothing noticeable."""
         with self._tokenizer_lock:
             return self.tokenizer(*args, **kwargs)
-
-
-@dataclass
-class QKV:
-    """Queries, keys and values of one layer, per head: float32 (H, N, d_k), projections with their biases."""
-    tokens: list[str]
-    q: np.ndarray
-    k: np.ndarray
-    v: np.ndarray
-    weights: np.ndarray                         # (H, N, N): the model's own attention weights of that layer
-    layer: int
-    n_layers: int
-    n_heads: int
 
 
 # ---------------------------------------------------------------- loading

@@ -16,6 +16,8 @@ from ..errors import InputError
 DEFAULT_MODEL = "sentence-transformers/all-MiniLM-L6-v2"
 MAX_CHARS = 20_000          # longer text is cut before tokenising (the model sees at most 512 tokens anyway)
 DISPLAY_TOKEN_LIMIT = 512   # cap for models without a position limit (T5's relative positions)
+METHODS = ("integrated_gradients",)  # token attribution methods
+MAX_STEPS = 256             # path points of integrated gradients at most
 _CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f]")
 
 
@@ -57,6 +59,42 @@ class AttentionResult:
 
 
 @dataclass
+class QKV:
+    """Queries, keys and values of one layer, per head: float32 (H, N, d_k), projections with their biases."""
+    tokens: list[str]
+    q: np.ndarray
+    k: np.ndarray
+    v: np.ndarray
+    weights: np.ndarray                         # (H, N, N): the model's own attention weights of that layer
+    layer: int
+    n_layers: int
+    n_heads: int
+
+
+@dataclass
+class TokenAttribution:
+    """Per-token scores of one input (text A, then text B for a pair; each with its own special tokens)."""
+    tokens: list[str]
+    scores: np.ndarray          # float32 (N,): IG attributions, same unit as f; sum ~ value - baseline_value
+    attention: np.ndarray       # float32 (N,): last layer, mean over heads, weight each token receives (per text)
+    rollout: np.ndarray         # float32 (N,): attention rollout after the last layer, same reading rows
+    special: np.ndarray         # bool (N,)
+    segments: np.ndarray        # int8 (N,): 0 = text A, 1 = text B, -1 = special token
+    value: float                # f(x)
+    baseline_value: float       # f(x')
+    metric: str
+    method: str = "integrated_gradients"
+    steps: int = 32
+    target_token: str = ""      # the scored next token (decoder-only models)
+    lengths: tuple[int, ...] = ()  # tokens of each separately encoded text (A, then B)
+
+    @property
+    def completeness_gap(self) -> float:
+        """sum_i IG_i - (f(x) - f(x')): 0 for the exact integral; small for a fine enough sum."""
+        return float(self.scores.sum(dtype=np.float64) - (self.value - self.baseline_value))
+
+
+@dataclass
 class HeadImportance:
     """Effect of knocking out each head: effect[l, h] = ablated[l, h] - baseline (signed, same unit as the metric)."""
     effect: np.ndarray          # float32 (L, H)
@@ -74,6 +112,14 @@ class HeadImportance:
 
 
 # ---------------------------------------------------------------- input checks
+def check_attribution(method: str, steps: int) -> None:
+    """A known attribution method and 1..MAX_STEPS path points, or an InputError."""
+    if method not in METHODS:
+        raise InputError("importance.bad_attr_method", f"method must be one of {METHODS}", method=str(method)[:30])
+    if not isinstance(steps, int) or isinstance(steps, bool) or not 1 <= steps <= MAX_STEPS:
+        raise InputError("importance.bad_steps", f"steps must be 1..{MAX_STEPS}", max=MAX_STEPS)
+
+
 def clean_text(text: str | None, what: str = "text") -> str:
     """Normalise user text (NFC, control characters removed, length bounded); empty text is an InputError.
 
