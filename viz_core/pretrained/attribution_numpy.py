@@ -25,7 +25,8 @@ from .result import TokenAttribution, check_attribution, clean_text
 from ..errors import InputError
 
 # what one chunk of path points may hold for its backward pass (float32): the saved weights of every layer, their
-# gradient and the FFN's activations. At 500 tokens one point holds about 90 MB, so chunks are one point there.
+# gradient and the FFN's activations (see NumpyAttribution._chunks). A sentence runs in 2 chunks; from about 200
+# tokens one point at a time, each layer run again in the backward pass.
 CHUNK_BYTES = 96 * 2**20
 
 
@@ -47,14 +48,15 @@ class NumpyAttribution:
         """Integrated gradients per token of text (then text_pair), raw attention and rollout. Raises InputError."""
         check_attribution(method, steps)
         texts = [clean_text(text)] + ([clean_text(text_pair, "text_b")] if text_pair and text_pair.strip() else [])
-        ids = [self._encode(t) for t in texts]
+        encodings = [self._encode(t) for t in texts]
+        ids = [np.array(e.ids, dtype=np.int64) for e in encodings]  # each (N,)
         scores, value, base = self.integrated_gradients(ids, steps)
         tokens, special, segments, raws, rolls = [], [], [], [], []
-        for seg, (t, row) in enumerate(zip(texts, ids)):
+        for seg, (enc, row) in enumerate(zip(encodings, ids)):
             spec = np.isin(row, self.special_ids)
             head_mean = self.bert.attention_weights(list(row), [0] * len(row), mean_heads=True)  # (L, 1, N, N)
             raw, roll = attention_received(head_mean, reading_rows("embedding", len(row)))  # both read head means
-            tokens += self.bert._tok.encode(t, None, add_special_tokens=True).tokens
+            tokens += enc.tokens
             special.append(spec)
             segments.append(np.where(spec, -1, seg).astype(np.int8))
             raws.append(raw)
@@ -65,12 +67,12 @@ class NumpyAttribution:
                                 metric="self_projection" if len(texts) == 1 else "pair_cosine", method=method,
                                 steps=steps, lengths=tuple(len(row) for row in ids))
 
-    def _encode(self, text: str) -> np.ndarray:
-        """int64 (N,): one text alone with its special tokens, truncated as the ablation encodes it."""
-        ids = self.bert._tok.encode(text, None, add_special_tokens=True).ids
-        if not ids:
+    def _encode(self, text: str):
+        """One text alone with its special tokens, truncated as the ablation encodes it (a tokenizers Encoding)."""
+        enc = self.bert._tok.encode(text, None, add_special_tokens=True)
+        if not enc.ids:
             raise InputError("attention.no_tokens", "the tokenizer produced no tokens for this text")
-        return np.array(ids, dtype=np.int64)
+        return enc
 
     def integrated_gradients(self, ids: list[np.ndarray], steps: int) -> tuple[np.ndarray, float, float]:
         """(IG per token of every text, concatenated (N_A [+ N_B],), f(x), f(x')); the S path points and both ends
