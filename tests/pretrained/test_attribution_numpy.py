@@ -72,7 +72,7 @@ def test_backward_is_the_derivative_of_forward(pair):
     nb.w = {k: v.astype(np.float64) for k, v in nb.w.items()}
     na = attribution_numpy.NumpyAttribution(nb)
     texts = ["The cat sat."] + ([pair] if pair else [])
-    words = [nb.w["embeddings.word_embeddings.weight"][na._encode(t).ids] for t in texts]  # each (N, d)
+    words = [nb.w["embeddings.word_embeddings.weight"][nb.encode_alone(t).ids] for t in texts]  # each (N, d)
     reference = None
     if pair is None:
         e0 = na._forward(words[0][None])[0].mean(1)[0]

@@ -22,7 +22,6 @@ import numpy as np
 from .bert_numpy import NumpyBert, _erf, cosine, softmax
 from .head_analysis import attention_received, reading_rows
 from .result import TokenAttribution, check_attribution, clean_text
-from ..errors import InputError
 
 # what one chunk of path points may hold for its backward pass (float32): the saved weights of every layer, their
 # gradient and the FFN's activations (see NumpyAttribution._chunks). A sentence runs in 2 chunks; from about 200
@@ -48,7 +47,7 @@ class NumpyAttribution:
         """Integrated gradients per token of text (then text_pair), raw attention and rollout. Raises InputError."""
         check_attribution(method, steps)
         texts = [clean_text(text)] + ([clean_text(text_pair, "text_b")] if text_pair and text_pair.strip() else [])
-        encodings = [self._encode(t) for t in texts]
+        encodings = [self.bert.encode_alone(t) for t in texts]  # each text alone, as the ablation encodes it
         ids = [np.array(e.ids, dtype=np.int64) for e in encodings]  # each (N,)
         scores, value, base = self.integrated_gradients(ids, steps)
         tokens, special, segments, raws, rolls = [], [], [], [], []
@@ -66,13 +65,6 @@ class NumpyAttribution:
                                 segments=np.concatenate(segments), value=value, baseline_value=base,
                                 metric="self_projection" if len(texts) == 1 else "pair_cosine", method=method,
                                 steps=steps, lengths=tuple(len(row) for row in ids))
-
-    def _encode(self, text: str):
-        """One text alone with its special tokens, truncated as the ablation encodes it (a tokenizers Encoding)."""
-        enc = self.bert._tok.encode(text, None, add_special_tokens=True)
-        if not enc.ids:
-            raise InputError("attention.no_tokens", "the tokenizer produced no tokens for this text")
-        return enc
 
     def integrated_gradients(self, ids: list[np.ndarray], steps: int) -> tuple[np.ndarray, float, float]:
         """(IG per token of every text, concatenated (N_A [+ N_B],), f(x), f(x')); the S path points and both ends

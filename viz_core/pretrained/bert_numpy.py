@@ -223,14 +223,20 @@ class NumpyBert:
                 out[i] = (list(encs[i].tokens), q[row].astype(np.float32), k[row].astype(np.float32))
         return out
 
+    def encode_alone(self, text: str):
+        """One text alone with its special tokens, truncated at the position limit (a tokenizers Encoding), as
+        pretrained.load._encode does for a single text. Raises InputError when it has no tokens."""
+        enc = self._tok.encode(text, None, add_special_tokens=True)
+        if not enc.ids:
+            raise InputError("attention.no_tokens", "the tokenizer produced no tokens for this text")
+        return enc
+
     def qkv(self, text: str, layer: int) -> QKV:
         """Q, K, V (H, N, d_k) and the weights (H, N, N) of one layer for text (truncated as attention()), as
         pretrained.qkv_for gives them. Raises InputError."""
         if not 0 <= layer < self.n_layers:
             raise InputError("attention.bad_layer", f"layer must be in 0..{self.n_layers - 1}", last=self.n_layers - 1)
-        enc = self._tok.encode(clean_text(text), None, add_special_tokens=True)
-        if not enc.ids:
-            raise InputError("attention.no_tokens", "the tokenizer produced no tokens for this text")
+        enc = self.encode_alone(clean_text(text))
         h = self.embed(enc.ids, enc.type_ids)  # (1, N, d)
         captured: list[tuple[np.ndarray, ...]] = []
         with self._lock:
@@ -298,10 +304,7 @@ class NumpyAblation:
 
     def encode(self, text: str) -> list[int]:
         """One text alone with its special tokens, truncated as pretrained.load._encode does."""
-        ids = self.bert._tok.encode(text, None, add_special_tokens=True).ids
-        if not ids:
-            raise InputError("attention.no_tokens", "the tokenizer produced no tokens for this text")
-        return ids
+        return self.bert.encode_alone(text).ids
 
     def pooled(self, ids: list[int], method: str) -> np.ndarray:
         """Mean-pooled final hidden states of the intact row and every ablation: (1 + L*H, d)."""
