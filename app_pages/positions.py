@@ -17,6 +17,7 @@ PARTS = ("heatmap", "similarity", "relative", "example", "scale", "learned", "or
 NORM_DS = (2, 4, 8, 16, 32, 64, 128, 256, 512, 1024)
 
 ui.setup("positions")
+figures = ui.SharedFigures(plots)  # the figures, cached by their inputs (shared read-only)
 
 
 def _npz_button(label_key: str, file_name: str, key: str, **arrays) -> None:
@@ -56,7 +57,7 @@ def part_heatmap() -> None:
         st.info(ui.t("positions.empty_len"))
         return
     view = cached.encoding_view(max_len, d_model)
-    ui.plot(plots.encoding_heatmap(view.values, view.rows, view.cols, title=ui.t("positions.heatmap_title"),
+    ui.plot(figures.encoding_heatmap(view.values, view.rows, view.cols, title=ui.t("positions.heatmap_title"),
                                    x_title=ui.t("positions.dimension"), y_title=ui.t("positions.position"),
                                    value_name=ui.t("positions.value"), max_ticks=10), key="pe_heatmap")
     _thinned_caption(view)
@@ -81,11 +82,11 @@ def _waves(max_len: int, d_model: int) -> None:
     dim_b = _ranged_slider(ui.t("positions.dim_b"), 0, d_model - 1, "dim_b", d_model // 2, container=c2)
     dims = tuple(dict.fromkeys((dim_a, dim_b)))
     w = cached.waves(max_len, d_model, dims)
-    ui.plot(plots.waves_figure(w.x_dense, w.dense, w.positions, w.samples, [_dim_name(j, d_model) for j in dims],
+    ui.plot(figures.waves_figure(w.x_dense, w.dense, w.positions, w.samples, [_dim_name(j, d_model) for j in dims],
                                title=ui.t("positions.waves_title"), x_title=ui.t("positions.position"),
                                y_title=ui.t("positions.value")), key="waves")
     st.caption(ui.t("positions.waves_caption"))
-    ui.plot(plots.wavelength_figure(P.wavelengths(d_model), [j // 2 for j in dims],
+    ui.plot(figures.wavelength_figure(P.wavelengths(d_model), [j // 2 for j in dims],
                                     title=ui.t("positions.wavelength_title"), x_title=ui.t("positions.pair"),
                                     y_title=ui.t("positions.wavelength"), name=ui.t("positions.all_pairs"),
                                     highlight_name=ui.t("positions.chosen_pairs")), key="wavelengths")
@@ -107,7 +108,7 @@ def part_similarity() -> None:
                       format_func=lambda m: ui.t(f"positions.measure_{m}")) == "cosine"
     v = cached.similarity_view(max_len, d_model, cosine)
     value_name = ui.t("positions.measure_cosine") if cosine else ui.t("positions.measure_dot")
-    ui.plot(plots.similarity_heatmap(v.sim, v.idx, title=ui.t("positions.sim_title"),
+    ui.plot(figures.similarity_heatmap(v.sim, v.idx, title=ui.t("positions.sim_title"),
                                      axis_title=ui.t("positions.position"), value_name=value_name, max_ticks=10),
             key="sim")
     if len(v.idx) < max_len:
@@ -124,7 +125,7 @@ def _similarity_profile(v: demos.SimilarityView, max_len: int, cosine: bool, val
     series = {ui.t("positions.from_pos", p=0): v.profile_0, ui.t("positions.from_pos", p=v.mid): v.profile_mid}
     if not cosine:
         series[ui.t("positions.theory")] = v.theory
-    ui.plot(plots.lines_figure(v.offsets, series, title=ui.t("positions.profile_title"),
+    ui.plot(figures.lines_figure(v.offsets, series, title=ui.t("positions.profile_title"),
                                x_title=ui.t("positions.offset"), y_title=value_name, markers=max_len <= 80,
                                dash={ui.t("positions.theory"): "dot", ui.t("positions.from_pos", p=v.mid): "dash"}),
             key="sim_profile")
@@ -148,14 +149,14 @@ def part_relative() -> None:
     v = cached.rotation_view(max_len, d_model, k, pair)
     left, right = st.columns(2)
     with left:
-        ui.plot(plots.circle_figure(v.pair_values, pos, k, title=ui.t("positions.circle_title", i=pair),
+        ui.plot(figures.circle_figure(v.pair_values, pos, k, title=ui.t("positions.circle_title", i=pair),
                                     x_title=ui.t("positions.circle_x", j=2 * pair),
                                     y_title=ui.t("positions.circle_y", j=2 * pair + 1),
                                     all_name=ui.t("positions.all_positions"), from_name=f"PE({pos})",
                                     to_name=f"PE({pos + k})"), key="circle")
         st.metric(ui.t("positions.angle", i=pair), f"{v.angle_deg:.3f}°", help=ui.t("positions.angle_help"))
     with right:
-        ui.plot(plots.rotation_heatmap(v.corner, title=ui.t("positions.rot_title", k=k, c=len(v.corner)),
+        ui.plot(figures.rotation_heatmap(v.corner, title=ui.t("positions.rot_title", k=k, c=len(v.corner)),
                                        axis_title=ui.t("positions.dimension"), value_name=ui.t("positions.value")),
                 key="rotation")
     _rotation_error(v, d_model, k)
@@ -165,7 +166,7 @@ def part_relative() -> None:
 
 def _rotation_error(v: demos.RotationView, d_model: int, k: int) -> None:
     st.metric(ui.t("positions.max_error"), f"{v.max_error:.2e}", help=ui.t("positions.max_error_help"))
-    ui.plot(plots.error_figure(v.dim_errors, title=ui.t("positions.error_title", k=k),
+    ui.plot(figures.error_figure(v.dim_errors, title=ui.t("positions.error_title", k=k),
                                x_title=ui.t("positions.dimension"), y_title=ui.t("positions.error")), key="rot_err")
     if d_model % 2:
         st.info(ui.t("positions.odd_rotation", d=d_model, err=f"{v.dim_errors[-1]:.2e}"))
@@ -190,7 +191,7 @@ def part_example() -> None:
     names = [ui.t("positions.row_e"), f"PE({p0})", ui.t("positions.row_sum", p=p0), f"PE({p1})",
              ui.t("positions.row_sum", p=p1)]
     rows = ex.rows  # (5, d)
-    ui.plot(plots.worked_heatmap(rows, names, title=ui.t("positions.example_title"),
+    ui.plot(figures.worked_heatmap(rows, names, title=ui.t("positions.example_title"),
                                  x_title=ui.t("positions.dimension"), y_title="", value_name=ui.t("positions.value")),
             key="example")
     dims = [str(j) for j in range(rows.shape[1])]
@@ -213,12 +214,12 @@ def part_scale() -> None:
               "pe": ui.t("positions.norm_pe")}
     left, right = st.columns(2)
     with left:
-        ui.plot(plots.lines_figure(s.d_models, {d_name["raw"]: s.token_norm, d_name["scaled"]: s.scaled_norm,
+        ui.plot(figures.lines_figure(s.d_models, {d_name["raw"]: s.token_norm, d_name["scaled"]: s.scaled_norm,
                                                 d_name["pe"]: s.pe_norm},
                                    title=ui.t("positions.norms_title"), x_title=ui.t("positions.d_axis"),
                                    y_title=ui.t("positions.norm"), log_x=True, log_y=True), key="norms")
     with right:
-        ui.plot(plots.lines_figure(s.d_models, {ui.t("positions.cos_raw"): s.cos_raw,
+        ui.plot(figures.lines_figure(s.d_models, {ui.t("positions.cos_raw"): s.cos_raw,
                                                 ui.t("positions.cos_scaled"): s.cos_scaled},
                                    title=ui.t("positions.cos_title"), x_title=ui.t("positions.d_axis"),
                                    y_title=ui.t("positions.cos_axis"), log_x=True), key="cos_share")
@@ -258,7 +259,7 @@ def part_learned() -> None:
              "rope": ui.t("positions.kind_rope")}
     _comparison_row(c, names, tables=True)
     _comparison_row(c, names, tables=False)
-    ui.plot(plots.lines_figure(c.offsets, {names[k]: c.profiles[k] for k in names},
+    ui.plot(figures.lines_figure(c.offsets, {names[k]: c.profiles[k] for k in names},
                                title=ui.t("positions.cmp_profile_title"), x_title=ui.t("positions.offset"),
                                y_title=ui.t("positions.mean_cos"), markers=False), key="cmp_profile")
     st.dataframe(pd.DataFrame({ui.t("positions.col_kind"): list(names.values()),
@@ -276,12 +277,12 @@ def _comparison_row(c: demos.Comparison, names: dict, tables: bool) -> None:
         with col:
             if tables:
                 v = c.tables[kind]
-                fig = plots.encoding_heatmap(v.values, v.rows, v.cols, title=names[kind],
+                fig = figures.encoding_heatmap(v.values, v.rows, v.cols, title=names[kind],
                                              x_title=ui.t("positions.dimension"), y_title=ui.t("positions.position"),
                                              value_name=ui.t("positions.value"), height=420, max_ticks=6)
             else:
                 idx, sim = c.sims[kind]
-                fig = plots.similarity_heatmap(sim, idx, title=ui.t("positions.cmp_sim_title", kind=names[kind]),
+                fig = figures.similarity_heatmap(sim, idx, title=ui.t("positions.cmp_sim_title", kind=names[kind]),
                                                axis_title=ui.t("positions.position"),
                                                value_name=ui.t("positions.measure_cosine"), height=420,
                                                max_ticks=6)
@@ -338,11 +339,11 @@ def _order_figures(no_pe: P.OrderExperiment, with_pe: P.OrderExperiment) -> None
     labels = dict(x_title=ui.t("positions.key"), y_title=ui.t("positions.query"), value_name=ui.t("positions.weight"))
     left, right = st.columns(2)
     with left:
-        ui.plot(plots.weights_heatmap(r.weights, r.tokens, title=ui.t("positions.w_orig"), **labels), key="w_orig")
+        ui.plot(figures.weights_heatmap(r.weights, r.tokens, title=ui.t("positions.w_orig"), **labels), key="w_orig")
     with right:
-        ui.plot(plots.weights_heatmap(r.weights_perm, permuted, title=ui.t("positions.w_perm"), **labels),
+        ui.plot(figures.weights_heatmap(r.weights_perm, permuted, title=ui.t("positions.w_perm"), **labels),
                 key="w_perm")
-    ui.plot(plots.difference_heatmap(r.difference, permuted, title=ui.t("positions.diff_title"),
+    ui.plot(figures.difference_heatmap(r.difference, permuted, title=ui.t("positions.diff_title"),
                                      x_title=ui.t("positions.dimension"), y_title=ui.t("positions.col_token"),
                                      value_name=ui.t("positions.difference")), key="out_diff")
     _npz_button("positions.download_order", "order_experiment.npz", "dl_order", tokens=r.tokens, perm=r.perm,

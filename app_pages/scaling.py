@@ -17,6 +17,7 @@ JACOBIAN_MAX_N = 32  # the Jacobian heatmaps are drawn up to this row length
 DEFAULT_DK = 256
 
 ui.setup("scaling")
+figures = ui.SharedFigures(plots)  # the figures, cached by their inputs (shared read-only)
 t = ui.t
 
 
@@ -53,16 +54,16 @@ def part_distribution() -> None:
     common = dict(x_title=t("scaling.axis_score"), y_title=t("scaling.axis_density"),
                   x_range=4 * float(np.sqrt(max(sweep.d_ks))))
     with left:
-        ui.plot(plots.histogram(raw, name=t("scaling.name_unscaled"), colour=plots.UNSCALED_COLOUR,
+        ui.plot(figures.histogram(raw, name=t("scaling.name_unscaled"), colour=plots.UNSCALED_COLOUR,
                                 title=t("scaling.hist_unscaled", d_k=d_k), theory_variance=float(d_k),
                                 theory_name=t("scaling.theory_normal", var=d_k), **common), key="hist_raw")
     with right:
-        ui.plot(plots.histogram(raw / np.sqrt(d_k), name=t("scaling.name_scaled"), colour=plots.SCALED_COLOUR,
+        ui.plot(figures.histogram(raw / np.sqrt(d_k), name=t("scaling.name_scaled"), colour=plots.SCALED_COLOUR,
                                 title=t("scaling.hist_scaled", d_k=d_k), theory_variance=1.0,
                                 theory_name=t("scaling.theory_normal", var=1), **common), key="hist_scaled")
     names = (t("scaling.measured_unscaled"), t("scaling.theory_dk"), t("scaling.measured_scaled"),
              t("scaling.theory_one"))
-    ui.plot(plots.variance_curve(sweep.d_ks, sweep.var_unscaled, sweep.var_scaled, d_k, names=names,
+    ui.plot(figures.variance_curve(sweep.d_ks, sweep.var_unscaled, sweep.var_scaled, d_k, names=names,
                                  x_title=t("scaling.axis_dk"), y_title=t("scaling.axis_variance"),
                                  title=t("scaling.curve_title", n=f"{cached.N_SAMPLES:,}")), key="var_curve")
     st.caption(t("scaling.dist_note"))
@@ -91,13 +92,13 @@ def saturation_figures(sweep: scaling.SaturationSweep, d_k: int) -> None:
     names = (t("scaling.name_unscaled"), t("scaling.name_scaled"))
     common = dict(names=names, x_title=t("scaling.axis_dk"), reference_name=t("scaling.uniform"))
     figs = [
-        plots.saturation_curve(sweep.d_ks, *sweep.max_p, d_k, y_title=t("scaling.axis_max_p"),
+        figures.saturation_curve(sweep.d_ks, *sweep.max_p, d_k, y_title=t("scaling.axis_max_p"),
                                title=t("scaling.sat_max_p"), reference=float(ref.max_p),
                                threshold=scaling.SATURATION_MAX_P,
                                threshold_name=t("scaling.threshold", level=scaling.SATURATION_MAX_P), **common),
-        plots.saturation_curve(sweep.d_ks, *sweep.entropy, d_k, y_title=t("scaling.axis_entropy"),
+        figures.saturation_curve(sweep.d_ks, *sweep.entropy, d_k, y_title=t("scaling.axis_entropy"),
                                title=t("scaling.sat_entropy"), reference=float(ref.entropy), **common),
-        plots.saturation_curve(sweep.d_ks, *sweep.jacobian_norm, d_k, y_title=t("scaling.axis_jacobian"),
+        figures.saturation_curve(sweep.d_ks, *sweep.jacobian_norm, d_k, y_title=t("scaling.axis_jacobian"),
                                title=t("scaling.sat_jacobian"), reference=float(ref.jacobian_norm), **common),
     ]
     for col, fig, key in zip(st.columns(3), figs, ("sat_max_p", "sat_entropy", "sat_jacobian")):
@@ -119,7 +120,7 @@ def example_row_view(d_k: int, n: int, temp: float) -> None:
     z = cached.example_row(d_k, n)
     p = [scaling.softmax(scaling.row_logits(z, d_k, scaled, temp)) for scaled in (False, True)]
     st.subheader(t("scaling.example_header", n=n, d_k=d_k))
-    ui.plot(plots.probability_bars(*p, names=(t("scaling.name_unscaled"), t("scaling.name_scaled")),
+    ui.plot(figures.probability_bars(*p, names=(t("scaling.name_unscaled"), t("scaling.name_scaled")),
                                    x_title=t("scaling.axis_key"), y_title=t("scaling.axis_weight"),
                                    title=t("scaling.example_title")), key="example_bars")
     if n > JACOBIAN_MAX_N:
@@ -192,13 +193,13 @@ def model_figures(tokens: list[str], s: scaling.HeadScores) -> None:
     left, right = st.columns(2)
     common = dict(x_title=t("scaling.axis_score"), y_title=t("scaling.axis_density"), bins=40)
     with left:
-        ui.plot(plots.histogram(s.raw, name=t("scaling.name_unscaled"), colour=plots.UNSCALED_COLOUR,
+        ui.plot(figures.histogram(s.raw, name=t("scaling.name_unscaled"), colour=plots.UNSCALED_COLOUR,
                                 title=t("scaling.model_hist_raw", var=fmt(s.raw.var())), **common), key="m_hist_raw")
         ui.plot(matrix_heatmap(s.weights_raw, tokens, tokens, title=t("scaling.model_heat_raw"),
                                x_title=t("scaling.axis_key_token"), y_title=t("scaling.axis_query_token"),
                                value_name=t("scaling.axis_weight")), key="m_heat_raw")
     with right:
-        ui.plot(plots.histogram(s.scaled, name=t("scaling.name_scaled"), colour=plots.SCALED_COLOUR,
+        ui.plot(figures.histogram(s.scaled, name=t("scaling.name_scaled"), colour=plots.SCALED_COLOUR,
                                 title=t("scaling.model_hist_scaled", d_k=s.d_k, var=fmt(s.scaled.var())), **common),
                 key="m_hist_scaled")
         ui.plot(matrix_heatmap(s.weights_scaled, tokens, tokens, title=t("scaling.model_heat_scaled"),
@@ -243,7 +244,7 @@ def experiment_results(r: scaling.ExperimentResult) -> None:
     c2.metric(t("scaling.metric_init_weight"), pair(u.init_max_weight, s.init_max_weight))
     c3.metric(t("scaling.metric_first_below", level=1.0),
               f"{first_step_below(u.loss, 1.0)} / {first_step_below(s.loss, 1.0)}")
-    ui.plot(plots.loss_curves(u.loss, s.loss, u.max_weight, s.max_weight,
+    ui.plot(figures.loss_curves(u.loss, s.loss, u.max_weight, s.max_weight,
                               panel_titles=(t("scaling.name_unscaled"), t("scaling.name_scaled")),
                               x_title=t("scaling.axis_step"), loss_title=t("scaling.axis_loss"),
                               weight_title=t("scaling.axis_attn_max"), chance=float(np.log(cfg.n_values)),

@@ -149,7 +149,7 @@ def train_settings() -> TrainConfig:
 def schedule_figure(model_cfg: ModelConfig, train_cfg: TrainConfig):
     steps = np.arange(1, 4 * train_cfg.warmup + 200)
     lr = [noam_lr(int(s), model_cfg.d_model, train_cfg.warmup, train_cfg.lr_factor) for s in steps]
-    return plots.schedule_curve(steps, lr, warmup=train_cfg.warmup, x_title=t("train.step"), y_title=t("train.lr"))
+    return shared.schedule_curve(steps, lr, warmup=train_cfg.warmup, x_title=t("train.step"), y_title=t("train.lr"))
 
 
 def train_tab(task):
@@ -301,8 +301,10 @@ def snapshots_tab(model) -> None:
         ui.plot(curves([(t("train.this_model"), model.history)], marker_x=snap.step), key="train.snap_curves")
 
 
-def curves(runs, marker_x=None):
-    return plots.training_curves(runs, x_title=t("train.step"), loss_title=t("train.loss"),
+def curves(runs, marker_x=None, live: bool = False):
+    """Loss and accuracy curves of runs; cached by their data (shared), except a run's live curves (live=True),
+    which change every progress tick and would only push other figures out of the cache."""
+    return (plots if live else shared).training_curves(runs, x_title=t("train.step"), loss_title=t("train.loss"),
                                  acc_title=t("train.accuracy"), loss_name=t("train.loss"),
                                  train_acc_name=t("train.train_acc"), val_name=t("train.val_exact"),
                                  marker_x=marker_x)
@@ -396,7 +398,7 @@ def draw_job(job, run) -> None:
                        tps=f"{trainer.tokens / max(trainer.seconds, 1e-9):,.0f}"))
     drawn = run.curves()
     if drawn:
-        ui.plot(curves(drawn), key="train.live_curves")
+        ui.plot(curves(drawn, live=True), key="train.live_curves")
 
 
 def finished_panel() -> bool:

@@ -14,7 +14,9 @@ from functools import partial
 from typing import Any
 from urllib.parse import urlencode
 
+import plotly.io as pio
 import streamlit as st
+from plotly.basedatatypes import BaseFigure
 from streamlit.runtime.scriptrunner import get_script_run_ctx
 
 from viz_core import i18n
@@ -35,8 +37,6 @@ def _fast_tick_labels() -> None:
     each draw, a forced browser layout per label: on Mechanics' 12 small matrices it was 0.3 s of the switch. Our
     margins already make room for the labels (automargin), so nothing is hidden either way.
     """
-    import plotly.io as pio
-
     template = pio.templates[pio.templates.default]  # "streamlit", set when streamlit is imported
     for axis in (template.layout.xaxis, template.layout.yaxis):
         axis.ticklabeloverflow = "allow"
@@ -339,8 +339,34 @@ def play_labels() -> PlayLabels:
 
 
 def plot(fig, key: str | None = None, **kw):
-    """st.plotly_chart with the house settings (theme-aware colours, PNG export button, full width)."""
-    return st.plotly_chart(fig, key=key, config=PLOTLY_CONFIG, theme="streamlit", width="stretch", **kw)
+    """st.plotly_chart with the house settings (theme-aware colours, PNG export button, full width). A shared
+    figure (share()) goes as the dict it was turned into once, not copied and converted again on every run."""
+    spec = getattr(fig, _SPEC, None)
+    return st.plotly_chart(fig if spec is None else _Serialised(spec), key=key, config=PLOTLY_CONFIG,
+                           theme="streamlit", width="stretch", **kw)
+
+
+_SPEC = "_viz_spec"  # the attribute a shared figure carries: its to_dict(), made once (share)
+
+
+def share(fig):
+    """Mark a figure as shared read-only (cached for every session: nobody modifies it after this) and turn it into
+    plotly's dict once. st.plotly_chart otherwise calls fig.to_dict() on every run: a deep copy of every trace and
+    frame and a conversion of every array (Optimizers' race figure: 0.1-0.2 s of each page switch, issue #25)."""
+    object.__setattr__(fig, _SPEC, fig.to_dict())  # (a figure's own __setattr__ accepts plotly properties only)
+    return fig
+
+
+class _Serialised(BaseFigure):
+    """What st.plotly_chart gets for a shared figure: a figure whose to_dict() is the dict share() made. Streamlit
+    reads that dict only (it writes its JSON, sizes the chart from its layout), so it is handed over without a copy.
+    BaseFigure's constructor is skipped on purpose: nothing is validated or copied again."""
+
+    def __init__(self, spec: dict):  # noqa: D107 - see the class
+        object.__setattr__(self, "_spec", spec)
+
+    def to_dict(self) -> dict:
+        return self._spec
 
 
 def latex(formula: str) -> None:
@@ -445,7 +471,7 @@ def download(label: str, data: bytes | str, file_name: str, mime: str, key: str 
 
 
 # ---------------------------------------------------------------- figures cached by their inputs
-FIGURE_CACHE_BYTES = 32 * 2**20  # every shared figure of every page together, counted as JSON (what the browser gets)
+FIGURE_CACHE_BYTES = 32 * 2**20  # every shared figure of every page together, counted as JSON (what the browser gets) x 2
 
 
 @st.cache_resource(show_spinner=False)
@@ -454,8 +480,9 @@ def _figure_cache() -> ByteBoundedCache:
 
 
 def _figure_bytes(fig) -> int:
-    """A figure's size as its JSON (plotly writes it with orjson: milliseconds, once per figure cached)."""
-    return len(fig.to_json())
+    """A figure's size, counted twice as its JSON (plotly writes it with orjson: milliseconds, once per figure
+    cached): the figure itself and the dict share() keeps beside it for st.plotly_chart."""
+    return 2 * len(pio.to_json(getattr(share(fig), _SPEC), validate=False))
 
 
 class SharedFigures:
@@ -465,7 +492,7 @@ class SharedFigures:
     Building a plotly figure (every property validated) is most of a page's script time, and a page switch or a
     rerun asks for the same figures again. The figures of all pages share one least-recently-used cache bounded by
     FIGURE_CACHE_BYTES (a visitor who types 100 sentences cannot make it grow past that). The figures are shared
-    read-only; callers must not modify them (st.plotly_chart copies a figure before serialising it). Arguments
+    read-only; callers must not modify them (plot() sends the dict share() made when it was cached). Arguments
     that cannot be keyed (caches.arg_key) are built uncached.
     """
 

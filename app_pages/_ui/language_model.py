@@ -17,7 +17,7 @@ from viz_core.lm.training import LanguageModel, LMTrainConfig, LMTrainer, load_l
 from viz_core.plots import lm as plots
 from viz_core.threads import thread_budget
 
-from . import SharedFigures
+from . import SharedFigures, share
 from .training_job import Run, TrainingJob, shipped_path
 
 TIMING_LENGTHS = [8, 32, 64, 128, 192, 256, 384, 511]
@@ -85,7 +85,7 @@ def _attention_and_scores(lm: LanguageModel, text: str):
 
 @st.cache_resource(show_spinner=False, max_entries=64)
 def _shipped_phase_panels(task: str, labels: tuple) -> tuple:
-    return tuple(plots.phase_panels(shipped(task).history, **dict(labels)))
+    return tuple(share(fig) for fig in plots.phase_panels(shipped(task).history, **dict(labels)))
 
 
 def phase_panels(history, task: str | None = None, **labels) -> tuple:

@@ -8,7 +8,7 @@ from viz_core import optimizers as opt
 from viz_core import schedules, surfaces
 from viz_core.plots import optimizers as plots
 
-from . import SharedFigures
+from . import SharedFigures, share
 
 
 @st.cache_data(max_entries=64, show_spinner=False)
@@ -33,14 +33,13 @@ def race_figure(cfg: opt.RaceConfig, names: dict, labels: dict):
     """The animated contour figure of a race (labels are part of the key: one figure per language).
 
     cache_resource, not cache_data: a pickled plotly figure re-validates every animation frame when it is loaded,
-    which costs more than building it. The figure is shared read-only: callers must not modify it.
+    which costs more than building it. The figure is shared read-only (share): callers must not modify it.
     """
     result, surface = race(cfg), surfaces.get_surface(cfg.surface)
     fit = (np.array(surfaces.LINE_X), np.array(surfaces.LINE_Y)) if cfg.surface == "line_fit" else None
-    return plots.race_figure(grid(cfg.surface), grid(cfg.surface, HOVER_POINTS), result.trajectories, names, labels,
-                             x_range=surface.x_range,
-                             y_range=surface.y_range, minima=surface.minima, start=cfg.start,
-                             log_levels=surface.log_contours, fit=fit)
+    return share(plots.race_figure(grid(cfg.surface), grid(cfg.surface, HOVER_POINTS), result.trajectories, names,
+                                   labels, x_range=surface.x_range, y_range=surface.y_range, minima=surface.minima,
+                                   start=cfg.start, log_levels=surface.log_contours, fit=fit))
 
 
 @st.cache_data(max_entries=32, show_spinner=False)

@@ -354,6 +354,19 @@ def test_memory_check_refuses_what_would_not_fit():
     assert info.value.code == "train.too_big" and "MiB" in str(info.value)
 
 
+def test_parameter_count_is_remembered_per_config_and_stays_right():
+    """check_fits runs on every Train page run; its parameter count is cached by the config's values: asking again
+    for an equal config builds nothing, and a changed config (a field set after it was asked) is counted afresh."""
+    task = make_task("reverse")
+    cfg = training.fit_config(task, TINY)
+    before = training._parameter_count_of.cache_info()
+    assert training._parameter_count(cfg) == count_parameters(Seq2SeqTransformer(cfg))
+    assert training._parameter_count(ModelConfig.from_dict(cfg.to_dict())) == count_parameters(Seq2SeqTransformer(cfg))
+    assert training._parameter_count_of.cache_info().hits >= before.hits + 1
+    cfg.d_ff *= 2  # ModelConfig is mutable: the key is its values, not the object
+    assert training._parameter_count(cfg) == count_parameters(Seq2SeqTransformer(cfg))
+
+
 # ---------------------------------------------------------------- the trained model and checkpoints
 def test_translate_and_trace(trained):
     out = trained.translate("3 1 4")

@@ -1,0 +1,77 @@
+"""ui.plot and the figures shared by every session: a shared figure is turned into plotly's dict once and sent as
+that dict (issue #25), exactly what st.plotly_chart would have sent for the figure itself; and the pages need no
+Streamlit "magic" (it is off in .streamlit/config.toml)."""
+import ast
+import json
+import tomllib
+from pathlib import Path
+
+import numpy as np
+import plotly.graph_objects as go
+from streamlit.testing.v1 import AppTest
+
+from app_pages import _ui as ui
+from app_pages._ui import caches
+from viz_core.plots import positions as position_plots
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _figure():
+    fig = go.Figure(go.Heatmap(z=[[0.25, 0.75], [1.0, 0.0]], x=["a", "<b>b</b>"], y=["q1", "q2"]))
+    fig.update_layout(title="shared", height=300)
+    return fig
+
+
+def _plot_both():
+    from app_pages import _ui
+    from tests.test_ui_figures import _figure
+    _ui.plot(_figure(), key="plain")
+    _ui.plot(_ui.share(_figure()), key="shared")
+
+
+def test_a_shared_figure_is_sent_exactly_as_the_figure_itself():
+    at = AppTest.from_function(_plot_both, default_timeout=30).run()
+    assert not at.exception
+    plain, shared = (el.proto.spec for el in at.get("plotly_chart"))
+    assert json.loads(plain)["data"][0]["x"] == ["a", "<b>b</b>"]
+    assert shared == plain
+
+
+def test_share_makes_the_dict_once_and_plot_hands_it_over_without_a_copy():
+    fig = ui.share(_figure())
+    spec = getattr(fig, ui._SPEC)
+    assert spec == _figure().to_dict()
+    assert ui._Serialised(spec).to_dict() is spec
+    import plotly.tools
+    assert plotly.tools.return_figure_from_figure_or_data(ui._Serialised(spec), validate_figure=True) is spec
+
+
+def test_shared_figures_come_back_serialised_and_counted_twice(monkeypatch):
+    cache = caches.ByteBoundedCache(10 * 2**20, size=ui._figure_bytes)
+    monkeypatch.setattr(ui, "_figure_cache", lambda: cache)
+    figures = ui.SharedFigures(position_plots)
+    values = [[0.0, 1.0], [1.0, 0.0]]
+    kw = dict(title="PE", x_title="dimension", y_title="position", value_name="value")
+    first = figures.encoding_heatmap(np.array(values), [0, 1], [0, 1], **kw)
+    again = figures.encoding_heatmap(np.array(values), [0, 1], [0, 1], **kw)
+    assert again is first
+    assert getattr(first, ui._SPEC) == first.to_dict()
+    assert cache.used == 2 * len(first.to_json())
+
+
+def test_magic_is_off_and_no_page_has_a_line_it_would_have_written():
+    """Magic writes a bare expression (not a call, not a docstring) to the page. It is off, which saves a syntax
+    tree rewrite of every page; this guards that no page has such a line (which would silently stop showing)."""
+    config = tomllib.loads((ROOT / ".streamlit" / "config.toml").read_text())
+    assert config["runner"]["magicEnabled"] is False
+    written = []
+    for path in [ROOT / "app.py", *sorted((ROOT / "app_pages").rglob("*.py"))]:
+        tree = ast.parse(path.read_text())
+        docstrings = {id(n.body[0]) for n in ast.walk(tree)
+                      if isinstance(n, (ast.Module, ast.FunctionDef, ast.ClassDef, ast.AsyncFunctionDef)) and n.body}
+        for node in ast.walk(tree):
+            if (isinstance(node, ast.Expr) and id(node) not in docstrings
+                    and not isinstance(node.value, (ast.Call, ast.Await, ast.Yield, ast.YieldFrom))):
+                written.append(f"{path.name}:{node.lineno} {ast.unparse(node)[:40]}")
+    assert written == []
