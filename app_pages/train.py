@@ -304,10 +304,10 @@ def snapshots_tab(model) -> None:
 def curves(runs, marker_x=None, live: bool = False):
     """Loss and accuracy curves of runs; cached by their data (shared), except a run's live curves (live=True),
     which change every progress tick and would only push other figures out of the cache."""
-    return (plots if live else shared).training_curves(runs, x_title=t("train.step"), loss_title=t("train.loss"),
-                                 acc_title=t("train.accuracy"), loss_name=t("train.loss"),
-                                 train_acc_name=t("train.train_acc"), val_name=t("train.val_exact"),
-                                 marker_x=marker_x)
+    build = plots.training_curves if live else shared.training_curves
+    return build(runs, x_title=t("train.step"), loss_title=t("train.loss"), acc_title=t("train.accuracy"),
+                 loss_name=t("train.loss"), train_acc_name=t("train.train_acc"), val_name=t("train.val_exact"),
+                 marker_x=marker_x)
 
 
 # ---------------------------------------------------------------- save / load

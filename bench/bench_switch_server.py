@@ -60,8 +60,9 @@ def main(argv=None) -> int:
     print(f"\nserver's share of a sidebar switch (rerun sent -> script_finished), medians of {args.rounds} rounds")
     print("\n| page | " + " | ".join(str(r) for r in roots) + " |\n|---|" + "---|" * len(roots))
     for stem in PAGES:
-        print(f"| {stem} | " + " | ".join(f"{statistics.median(times[r][stem]):.3f} s "
-                                          f"({min(times[r][stem]):.3f}–{max(times[r][stem]):.3f})" for r in roots) + " |")
+        cells = (f"{statistics.median(times[r][stem]):.3f} s ({min(times[r][stem]):.3f}–{max(times[r][stem]):.3f})"
+                 for r in roots)
+        print(f"| {stem} | " + " | ".join(cells) + " |")
     return 0
 
 

@@ -471,7 +471,7 @@ def download(label: str, data: bytes | str, file_name: str, mime: str, key: str 
 
 
 # ---------------------------------------------------------------- figures cached by their inputs
-FIGURE_CACHE_BYTES = 32 * 2**20  # every shared figure of every page together, counted as JSON (what the browser gets) x 2
+FIGURE_CACHE_BYTES = 32 * 2**20  # every shared figure of every page together, counted as twice its JSON (_figure_bytes)
 
 
 @st.cache_resource(show_spinner=False)
