@@ -480,9 +480,9 @@ def _figure_cache() -> ByteBoundedCache:
 
 
 def _figure_bytes(fig) -> int:
-    """A figure's size, counted twice as its JSON (plotly writes it with orjson: milliseconds, once per figure
+    """A shared figure's size, counted twice as its JSON (plotly writes it with orjson: milliseconds, once per figure
     cached): the figure itself and the dict share() keeps beside it for st.plotly_chart."""
-    return 2 * len(pio.to_json(getattr(share(fig), _SPEC), validate=False))
+    return 2 * len(pio.to_json(getattr(fig, _SPEC), validate=False))
 
 
 class SharedFigures:
@@ -510,6 +510,6 @@ class SharedFigures:
                     key = (self._module.__name__, name, arg_key(args), arg_key(kwargs))
                 except TypeError:  # an argument that cannot be keyed: build it uncached
                     return builder(*args, **kwargs)
-                return _figure_cache().get(key, lambda: builder(*args, **kwargs))
+                return _figure_cache().get(key, lambda: share(builder(*args, **kwargs)))
             self._cached[name] = call
         return self._cached[name]
