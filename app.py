@@ -13,7 +13,18 @@ importing it, so while one session's first page imported it, another session's f
 module and fail (bench/bench_load.py found this). Imported there, a concurrent first import waits on Python's import
 lock instead. Not at this module's top: that cost 0.4 s before the server listened (issue #25's cold start); the
 warm-up thread imports it right after the server starts.
+
+numpy's matrix products run on one OpenBLAS thread here (OPENBLAS_NUM_THREADS, read when numpy loads, which is
+below: set first, unless the environment sets it). Several visitors' script runs, a training and the browsers of a
+class share the server's cores; OpenBLAS's second thread waits for a core at every product and made the numpy
+model's passes slower, not faster: "Which heads matter" on a new sentence took 3.3-3.5 s with two threads against
+2.4-2.7 s with one while a browser drew on the same two cores, and 0.50 against 0.53 s with nothing else running
+(issue #25). torch keeps its own threads (viz_core.threads).
 """
+import os
+
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")  # before numpy's first import (app_pages below)
+
 import streamlit as st
 from streamlit.runtime.scriptrunner import StopException
 

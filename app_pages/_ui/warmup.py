@@ -1,7 +1,9 @@
 """Warm-up once per server process, in a background thread:
 1. the packaged model in numpy (viz_core.pretrained.bert_numpy, no torch) and the attention of the Attention page's default
    sentences, so a first visit finds its heatmap computed;
-2. plotly's import;
+2. plotly's import, and Streamlit's once-per-process check of whether it runs in a Python shell (it walks the stack
+   of whichever thread first writes an element, with `inspect.stack()`: 0.27 s of the first visitor's first run,
+   profiled; 0.08 s here, off any visitor's run);
 3. then, once a visitor's first page has run, the garbage collector's freeze of what lives as long as the server.
 
 Neither torch nor transformers is imported here: every view of the packaged model answers in numpy (models.py), and
@@ -50,12 +52,21 @@ def _warm(texts: tuple[str, ...]) -> None:
         for text in texts:  # the packaged model in numpy: the Attention page's first heatmap needs no torch
             models.attention("", text)
         from viz_core.plots import attention as _plots  # noqa: F401 - plotly's import, before the first figure
+        _shell_check()
 
         page_served.wait()  # modules a first page imports live as long as the server too
         _freeze_long_lived()
         memory.arm()  # collections are cheap from now on (memory.py)
     except Exception:  # noqa: BLE001 - a failed warm-up only means that the first visit loads the model itself
         logging.getLogger(__name__).exception("warm-up of the default model failed")
+
+
+def _shell_check() -> None:
+    """Streamlit's check, made once per process when the first element is written (see the module's docstring)."""
+    from streamlit import delta_generator
+    check = getattr(delta_generator, "_maybe_print_use_warning", None)  # private: skipped if it goes away
+    if check is not None:
+        check()
 
 
 def _freeze_long_lived() -> None:

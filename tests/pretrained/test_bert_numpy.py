@@ -53,6 +53,22 @@ def test_gelu_and_layer_norm_match_torch():
     np.testing.assert_allclose(bert_numpy.layer_norm(h, g, b, 1e-12), ref.numpy(), atol=2e-6)
 
 
+def test_gelu_in_blocks_is_the_same_numbers_and_matches_torch():
+    """A batch larger than one block (and not a multiple of it, not contiguous) gives exactly what one pass over the
+    whole array gives, and what torch gives."""
+    rng = np.random.default_rng(1)
+    x = (rng.standard_normal((3, 40, 2 * bert_numpy.ELEMENTWISE_BLOCK // 100 + 7)) * 3).astype(np.float32)
+    x = x.transpose(1, 0, 2)  # not contiguous
+    assert x.size > 2 * bert_numpy.ELEMENTWISE_BLOCK and x.size % bert_numpy.ELEMENTWISE_BLOCK
+    y = bert_numpy.gelu(x)
+    assert y.shape == x.shape and y.dtype == np.float32
+    np.testing.assert_array_equal(y, bert_numpy._gelu(np.ascontiguousarray(x)))
+    ref = torch.nn.functional.gelu(torch.from_numpy(np.ascontiguousarray(x))).numpy()
+    np.testing.assert_allclose(y, ref, rtol=0, atol=2e-6)
+    pair = bert_numpy.in_blocks(lambda a, b: a * b + 1, x, x[::-1])  # several arrays, block by block
+    np.testing.assert_array_equal(pair, x * x[::-1] + 1)
+
+
 def test_adopted_weights_give_the_same_result(models):
     """After transformers has loaded the model, the numpy path reads its parameters (one copy in memory)."""
     nb = bert_numpy.load_default()

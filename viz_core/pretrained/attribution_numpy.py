@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .bert_numpy import NumpyBert, _erf, cosine, softmax
+from .bert_numpy import NumpyBert, _erf, cosine, in_blocks, softmax
 from .head_analysis import attention_received, reading_rows
 from .result import TokenAttribution, check_attribution, clean_text
 
@@ -142,7 +142,7 @@ class NumpyAttribution:
                                w[p + "attention.output.LayerNorm.weight"], w[p + "attention.output.LayerNorm.bias"],
                                b.eps)
         pre = _linear(u, w, p + "intermediate.dense")                                      # (C, N, d_ff)
-        cdf = 0.5 * (1.0 + _erf(pre * np.float32(1.0 / np.sqrt(2.0))))                    # Phi(pre)
+        cdf = in_blocks(_phi, pre)                                                         # Phi(pre)
         out, norm2 = _layer_norm(u + _linear(pre * cdf, w, p + "output.dense"), w[p + "output.LayerNorm.weight"],
                                  w[p + "output.LayerNorm.bias"], b.eps)
         return out, (q, k, v, a, norm1, pre, cdf, norm2)
@@ -168,7 +168,7 @@ class NumpyAttribution:
         q, k, v, a, norm1, pre, cdf, norm2 = saved                                         # q already / sqrt(d_k)
         c, heads, n, dk = q.shape
         g_z2 = _layer_norm_backward(g_out, norm2, w[p + "output.LayerNorm.weight"])        # z2 = u + FFN(u)
-        gelu_grad = cdf + pre * np.exp(-0.5 * pre * pre) * np.float32(1.0 / np.sqrt(2.0 * np.pi))
+        gelu_grad = _gelu_grad(pre, cdf)                                                   # GELU'(pre)
         g_pre = _linear_back(g_z2, w, p + "output.dense") * gelu_grad                      # (C, N, d_ff)
         g_u = g_z2 + _linear_back(g_pre, w, p + "intermediate.dense")                      # (C, N, d)
         g_z1 = _layer_norm_backward(g_u, norm1, w[p + "attention.output.LayerNorm.weight"])  # z1 = h + attn(h)
@@ -188,6 +188,16 @@ class NumpyAttribution:
         return (g_z1 + _linear_back(merge(g_q), w, p + "attention.self.query")
                 + _linear_back(merge(g_k), w, p + "attention.self.key")
                 + _linear_back(merge(g_v), w, p + "attention.self.value"))
+
+
+def _phi(pre: np.ndarray) -> np.ndarray:
+    """Phi(x) = (1 + erf(x / sqrt 2)) / 2, the standard normal CDF (GELU(x) = x Phi(x))."""
+    return 0.5 * (1.0 + _erf(pre * np.float32(1.0 / np.sqrt(2.0))))
+
+
+def _gelu_grad(pre: np.ndarray, cdf: np.ndarray) -> np.ndarray:
+    """GELU'(x) = Phi(x) + x phi(x), phi(x) = exp(-x^2 / 2) / sqrt(2 pi)."""
+    return cdf + pre * np.exp(-0.5 * pre * pre) * np.float32(1.0 / np.sqrt(2.0 * np.pi))
 
 
 def _linear(x: np.ndarray, w: dict, name: str) -> np.ndarray:

