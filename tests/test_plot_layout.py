@@ -120,3 +120,29 @@ def test_a_played_history_has_a_frame_per_moment_and_opens_on_the_chosen_one():
     assert fig.layout.updatemenus[0].buttons[0].args[1]["frame"]["redraw"]  # heatmaps redraw each frame
     np.testing.assert_allclose(fig.frames[3].data[0].z, np.full((2, 2), 1.0))
     assert base.layout.sliders == () and not base.frames  # the shared figure is left as it was
+
+
+def test_head_heatmap_sets_the_margins_fit_margins_finds():
+    """head_heatmap computes its margins from the labels it knows (label_margins) instead of walking its figure with
+    fit_margins afterwards (issue #25: a layer change's server time); both must give the same margins, for short
+    input (every token named, x labels turned past 6 columns), long numbered input and wide CJK labels."""
+    from viz_core.plots.attention import head_heatmap
+
+    rng = np.random.default_rng(3)
+    for n_q, n_k, word in [(1, 1, "a"), (4, 4, "哈基咪哈基咪"), (7, 9, "<b>wide label</b>"), (40, 40, "tok"),
+                           (300, 300, "x" * 18), (5, 400, "猫")]:
+        q = [f"{word}{i % 3}" for i in range(n_q)]
+        k = [f"{word}{i % 5}" for i in range(n_k)]
+        fig = head_heatmap(rng.random((n_q, n_k)), q, k, "t", query="Query", key="Key", value="Weight")
+        again = go.Figure(fig).update_layout(margin=dict(l=10, r=10, t=50, b=10))  # as built before fitting
+        assert fit_margins(again).layout.margin == fig.layout.margin, (n_q, n_k, word)
+        assert fig.layout.margin.l > 10 and fig.layout.margin.r == 100 and fig.layout.margin.t == 50
+
+
+def test_widened_raises_only_the_sides_that_are_too_small():
+    from viz_core.plots.common import label_margins, widened
+
+    need = label_margins(["abcdefghij"], ["a"] * 3, x_angle=-60, colour_bar=True)
+    assert need["r"] == 100 and need["l"] > 100 and need["b"] > 64
+    out = widened(dict(l=10, r=120, t=50, b=200), need)
+    assert out == dict(l=int(np.ceil(need["l"])), r=120, t=50, b=200)

@@ -141,17 +141,18 @@ def share_figure(rows: Mapping[str, Mapping[str, int]], part_names: Mapping[str,
 def flow_figure(boxes: Sequence[str], highlight: Sequence[bool], *, title: str, box_height: int = 46) -> go.Figure:
     """A top-to-bottom chain of labelled boxes joined by arrows; highlighted boxes in the accent colour."""
     n = len(boxes)
-    fig = go.Figure()
+    shapes, notes = [], []  # set at once below: add_shape / add_annotation re-validate every earlier one
     for i, (text, hot) in enumerate(zip(boxes, highlight)):
         y = n - 1 - i
-        fig.add_shape(type="rect", x0=0.02, x1=0.98, y0=y - 0.36, y1=y + 0.36,
-                      line=dict(color=HIGHLIGHT if hot else "rgba(128,128,128,0.8)", width=2.5 if hot else 1),
-                      fillcolor="rgba(228,87,46,0.12)" if hot else "rgba(128,128,128,0.08)")
-        fig.add_annotation(x=0.5, y=y, text=plain(text), showarrow=False, font=dict(size=13))  # may hold a typed token
+        shapes.append(dict(type="rect", x0=0.02, x1=0.98, y0=y - 0.36, y1=y + 0.36,
+                           line=dict(color=HIGHLIGHT if hot else "rgba(128,128,128,0.8)", width=2.5 if hot else 1),
+                           fillcolor="rgba(228,87,46,0.12)" if hot else "rgba(128,128,128,0.08)"))
+        notes.append(dict(x=0.5, y=y, text=plain(text), showarrow=False, font=dict(size=13)))  # may hold a typed token
         if i:
-            fig.add_annotation(x=0.5, y=y + 0.36, ax=0.5, ay=y + 0.64, xref="x", yref="y", axref="x", ayref="y",
-                               showarrow=True, arrowhead=2, arrowwidth=1.5, arrowcolor="rgba(128,128,128,0.9)",
-                               text="")
+            notes.append(dict(x=0.5, y=y + 0.36, ax=0.5, ay=y + 0.64, xref="x", yref="y", axref="x", ayref="y",
+                              showarrow=True, arrowhead=2, arrowwidth=1.5, arrowcolor="rgba(128,128,128,0.9)",
+                              text=""))
+    fig = go.Figure(layout=dict(shapes=shapes, annotations=notes))
     fig.update_xaxes(visible=False, range=[0, 1], fixedrange=True)
     fig.update_yaxes(visible=False, range=[-0.6, n - 0.4], fixedrange=True)
     fig.update_layout(title=dict(text=title), height=80 + box_height * n, margin=_MARGIN, showlegend=False)

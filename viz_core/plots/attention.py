@@ -11,7 +11,7 @@ import numpy as np
 import plotly.graph_objects as go
 
 from ..pretrained.head_analysis import thumbnail
-from .common import LINE_COLOURS, PROB_SCALE, fit_margins, matrix_heatmap, plain
+from .common import LINE_COLOURS, PROB_SCALE, label_margins, matrix_heatmap, plain, widened
 
 _LINE_VIEW_TEMPLATE = Path(__file__).with_name("line_view.html")
 COLOUR_QUANTILE = 0.99  # auto scale: the darkest colour is this quantile of the weights shown
@@ -69,20 +69,25 @@ def head_heatmap(w: np.ndarray, q_tokens: Sequence[str], k_tokens: Sequence[str]
     if not ticks.numbered:  # short input: names need not be unique, so the categories carry the position
         rows, cols = [f"{r} ·{i}" for i, r in enumerate(rows)], [f"{c} ·{j}" for j, c in enumerate(cols)]
     zmax = colour_top(w, auto_scale) if zmax is None else zmax  # given: e.g. a scale without the sink column
-    fig = go.Figure(go.Heatmap(
-        z=np.asarray(w, dtype=np.float32), x=cols, y=rows, zmin=0.0, zmax=zmax, colorscale=PROB_SCALE,
-        hovertemplate=f"{query}: %{{y}}<br>{key}: %{{x}}<br>{value}: %{{z:.6f}}<extra></extra>",
-        colorbar=dict(title=dict(text=value, side="right"), thickness=12)))
+    shown = range(0, n_q, ticks.step)
+    y_text = [ticks.name(i, q_tokens[i]) for i in shown]
     x_ticks = dict(tickmode="auto") if ticks.numbered else dict(
         tickmode="array", tickvals=cols, ticktext=[plain(tok) for tok in k_tokens])
-    fig.update_xaxes(type="category", title_text=key, tickangle=-60 if n_k > 6 else 0, showgrid=False,
-                     tickfont_size=ticks.font, **x_ticks)
-    shown = range(0, n_q, ticks.step)
-    fig.update_yaxes(type="category", title_text=query, tickmode="array", tickvals=[rows[i] for i in shown],
-                     ticktext=[ticks.name(i, q_tokens[i]) for i in shown], autorange="reversed", showgrid=False,
-                     tickfont_size=ticks.font)
-    fig.update_layout(title=dict(text=title), height=heatmap_height(n_q), margin=dict(l=10, r=10, t=50, b=10))
-    return fit_margins(fig)
+    angle = -60 if n_k > 6 else 0
+    # the margins fit_margins would find, from the labels known here: one constructor call, no walk through plotly's
+    # objects afterwards (a layer change redraws this figure: issue #25's class on one server)
+    need = label_margins(y_text, x_ticks.get("ticktext", cols[:256]), y_size=ticks.font, x_size=ticks.font,
+                         x_angle=angle, colour_bar=True)
+    axis = dict(type="category", showgrid=False, tickfont=dict(size=ticks.font))
+    return go.Figure(go.Heatmap(
+        z=np.asarray(w, dtype=np.float32), x=cols, y=rows, zmin=0.0, zmax=zmax, colorscale=PROB_SCALE,
+        hovertemplate=f"{query}: %{{y}}<br>{key}: %{{x}}<br>{value}: %{{z:.6f}}<extra></extra>",
+        colorbar=dict(title=dict(text=value, side="right"), thickness=12)), layout=dict(
+        xaxis=dict(axis, title=dict(text=key), tickangle=angle, **x_ticks),
+        yaxis=dict(axis, title=dict(text=query), tickmode="array", tickvals=[rows[i] for i in shown],
+                   ticktext=y_text, autorange="reversed"),
+        title=dict(text=title), height=heatmap_height(n_q),
+        margin=widened(dict(l=10, r=10, t=50, b=10), need)))
 
 
 def colour_top(w: np.ndarray, auto_scale: bool = True, quantile: float = COLOUR_QUANTILE) -> float:
@@ -136,15 +141,15 @@ def model_grid(weights: np.ndarray, *, thumb: int = 32, layer_label: str = "laye
         hovertemplate=f"{layer_label} %{{customdata[0]}} · {head_label} %{{customdata[1]}}"
                       f"<br>{hover_hint}<extra></extra>"))
     separator = dict(color="rgba(128,128,128,0.85)", width=2)
-    for h in range(1, n_heads):
-        fig.add_shape(type="line", x0=h * s - 0.5, x1=h * s - 0.5, y0=-0.5, y1=n_layers * s - 0.5, line=separator)
-    for layer in range(1, n_layers):
-        fig.add_shape(type="line", y0=layer * s - 0.5, y1=layer * s - 0.5, x0=-0.5, x1=n_heads * s - 0.5,
-                      line=separator)
+    shapes = [dict(type="line", x0=h * s - 0.5, x1=h * s - 0.5, y0=-0.5, y1=n_layers * s - 0.5, line=separator)
+              for h in range(1, n_heads)]
+    shapes += [dict(type="line", y0=layer * s - 0.5, y1=layer * s - 0.5, x0=-0.5, x1=n_heads * s - 0.5,
+                    line=separator) for layer in range(1, n_layers)]
     if selected is not None:
         l_sel, h_sel = selected
-        fig.add_shape(type="rect", x0=h_sel * s - 0.5, x1=(h_sel + 1) * s - 0.5, y0=l_sel * s - 0.5,
-                      y1=(l_sel + 1) * s - 0.5, line=dict(color="#e4572e", width=3))
+        shapes.append(dict(type="rect", x0=h_sel * s - 0.5, x1=(h_sel + 1) * s - 0.5, y0=l_sel * s - 0.5,
+                           y1=(l_sel + 1) * s - 0.5, line=dict(color="#e4572e", width=3)))
+    fig.update_layout(shapes=shapes)  # at once: add_shape validates every earlier shape again (quadratic)
     fig.update_xaxes(tickmode="array", tickvals=[centre(h) for h in range(n_heads)],
                      ticktext=[str(h) for h in range(n_heads)], title_text=head_label, side="top", showgrid=False,
                      zeroline=False, title_standoff=4, constrain="domain", range=[-0.5, n_heads * s - 0.5])

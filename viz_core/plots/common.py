@@ -66,19 +66,29 @@ def matrix_heatmap(z: np.ndarray, row_labels: Sequence[str] | None = None, col_l
         zmin = 0.0 if zmin is None else zmin
         zmax = 1.0 if zmax is None else zmax
         scale = PROB_SCALE
-    fig = go.Figure(go.Heatmap(
+    traces, shapes = [go.Heatmap(
         z=z, x=np.arange(n_cols), y=np.arange(n_rows), zmin=zmin, zmax=zmax,
         colorscale=colorscale or scale,
         customdata=np.stack([hover_rows, hover_cols], axis=-1),
         hovertemplate=(f"{y_title}: %{{customdata[0]}} (%{{y}})<br>{x_title}: %{{customdata[1]}} (%{{x}})"
                        f"<br>{value_name}: %{{z:{value_format}}}<extra></extra>"),
         colorbar=dict(title=dict(text=value_name, side="right"), thickness=12),
-    ))
+    )], []
     if mask is not None and np.any(mask):
-        add_mask_overlay(fig, np.asarray(mask, dtype=bool))
-    _matrix_axes(fig, rows, cols, x_title, y_title)
-    fig.update_layout(title=dict(text=title), height=height or _auto_height(n_rows), margin=dict(l=10, r=10, t=50, b=10))
-    return reserve_margins(fig)
+        hatch, stroke = mask_overlay(np.asarray(mask, dtype=bool))
+        traces.append(hatch)
+        shapes += [stroke] if stroke else []
+    (xt, xl), (yt, yl) = tick_labels(cols), tick_labels(rows)
+    angle = -60 if len(cols) > 6 else 0
+    # reserve_margins' margins from the labels known here: the figure is built in one call (issue #25)
+    need = label_margins(yl, xl, x_angle=angle, colour_bar=True)
+    layout = dict(xaxis=dict(title=dict(text=x_title), tickmode="array", tickvals=xt, ticktext=xl, side="bottom",
+                             tickangle=angle, showgrid=False, constrain="domain"),
+                  yaxis=dict(title=dict(text=y_title), tickmode="array", tickvals=yt, ticktext=yl,
+                             autorange="reversed", showgrid=False),
+                  title=dict(text=title), height=height or _auto_height(n_rows),
+                  margin=dict(t=50, **{k: int(np.ceil(v)) for k, v in need.items()}))
+    return go.Figure(traces, layout=dict(layout, shapes=shapes) if shapes else layout)
 
 
 def placeholder_figure(text: str, height: int = 90) -> go.Figure:
@@ -156,21 +166,35 @@ def _legend_outside(fig: go.Figure) -> bool:
 
 
 def _margins_needed(fig: go.Figure) -> dict[str, float]:
-    """Left, right and bottom margins (px) that hold a one-panel figure's labels: the constants of reserve_margins
-    (measured in Chromium with the Streamlit theme) plus the widest label; a colour bar takes 100 px on the right."""
+    """Left, right and bottom margins (px) that hold a one-panel figure's labels (label_margins, read off fig)."""
     lay = fig.layout
-    y_size = lay.yaxis.tickfont.size or TICK_FONT_PX
-    x_size = lay.xaxis.tickfont.size or TICK_FONT_PX
-    rows = _tick_texts(lay.yaxis, fig.data, "y")
     cols = _tick_texts(lay.xaxis, fig.data, "x")
-    angle = np.radians(abs(float(lay.xaxis.tickangle or 0)))
+    return label_margins(_tick_texts(lay.yaxis, fig.data, "y"), cols,
+                         y_size=lay.yaxis.tickfont.size or TICK_FONT_PX, x_size=lay.xaxis.tickfont.size or TICK_FONT_PX,
+                         x_angle=float(lay.xaxis.tickangle or 0), colour_bar=_has_colour_bar(fig),
+                         numeric_x=bool(cols) and lay.xaxis.ticktext is None and _is_number(cols[-1]))
+
+
+def label_margins(rows: Sequence[str], cols: Sequence[str], *, y_size: float = TICK_FONT_PX,
+                  x_size: float = TICK_FONT_PX, x_angle: float = 0.0, colour_bar: bool = False,
+                  numeric_x: bool = False) -> dict[str, float]:
+    """Left, right and bottom margins (px) for these tick labels: the constants of reserve_margins (measured in
+    Chromium with the Streamlit theme) plus the widest label; a colour bar takes 100 px on the right.
+
+    left = 64 + max_i w(row_i);  bottom = 64 + max_j w(col_j) sin(angle) + x_size cos(angle), w = label_px.
+    A builder that knows its labels calls this directly instead of fit_margins (no walk through plotly's objects)."""
+    angle = np.radians(abs(x_angle))
     x_px = max((label_px(c, x_size) for c in cols), default=0.0)
     left = 64 + max((label_px(r, y_size) for r in rows), default=0.0)
     bottom = 64 + x_px * np.sin(angle) + x_size * np.cos(angle)
-    numeric_x = bool(cols) and lay.xaxis.ticktext is None and _is_number(cols[-1])
     # a numeric axis can end on a tick whose label reaches half its width past the plot (categories sit inside)
-    right = 100 if _has_colour_bar(fig) else 10 + (label_px(cols[-1], x_size) / 2 if numeric_x and not angle else 0)
+    right = 100 if colour_bar else 10 + (label_px(cols[-1], x_size) / 2 if numeric_x and not angle else 0)
     return {"l": left, "r": right, "b": bottom}
+
+
+def widened(margin: dict[str, int], need: dict[str, float]) -> dict[str, int]:
+    """margin with each side in need raised to ceil(need) where it is smaller (fit_margins' rule, on a dict)."""
+    return {**margin, **{k: max(margin[k], int(np.ceil(v))) for k, v in need.items() if margin[k] < v}}
 
 
 def _is_number(text: str) -> bool:
@@ -351,15 +375,27 @@ def add_mask_overlay(fig: go.Figure, mask: np.ndarray, row: int | None = None, c
     The strokes are ONE layout shape (an SVG path 'M x0 y0 L x1 y1 M ...' in data coordinates): a line trace with
     gaps would be one SVG element per cell, and drawing hundreds of them was most of a causal heatmap's draw time.
     """
-    n_rows, n_cols = mask.shape
     panel = dict(row=row, col=col) if row is not None else {}
-    fig.add_trace(go.Heatmap(z=np.where(mask, 1.0, np.nan), x=np.arange(n_cols), y=np.arange(n_rows),
-                             colorscale=[[0, HATCH_FILL], [1, HATCH_FILL]], showscale=False, hoverinfo="skip"), **panel)
+    hatch, stroke = mask_overlay(mask)
+    fig.add_trace(hatch, **panel)
+    if stroke and panel:  # the panel's own axes: plotly sets xref / yref from row and col
+        fig.add_shape({k: v for k, v in stroke.items() if k not in ("xref", "yref")}, **panel)
+    elif stroke:
+        fig.add_shape(stroke)
+
+
+def mask_overlay(mask: np.ndarray, xref: str = "x", yref: str = "y") -> tuple[go.Heatmap, dict | None]:
+    """add_mask_overlay's parts: the grey cells (a heatmap trace) and the strokes (one path shape, None without
+    masked cells), for a figure built in one call."""
+    n_rows, n_cols = mask.shape
+    hatch = go.Heatmap(z=np.where(mask, 1.0, np.nan), x=np.arange(n_cols), y=np.arange(n_rows),
+                       colorscale=[[0, HATCH_FILL], [1, HATCH_FILL]], showscale=False, hoverinfo="skip")
     rows, cols = np.nonzero(mask)
-    if len(rows):
-        path = " ".join(f"M{j - 0.5:g},{i + 0.5:g}L{j + 0.5:g},{i - 0.5:g}" for i, j in zip(rows, cols))
-        refs = panel or dict(xref="x", yref="y")
-        fig.add_shape(type="path", path=path, line=dict(width=1, color=MASK_COLOUR), layer="above", **refs)
+    if not len(rows):
+        return hatch, None
+    path = " ".join(f"M{j - 0.5:g},{i + 0.5:g}L{j + 0.5:g},{i - 0.5:g}" for i, j in zip(rows, cols))
+    return hatch, dict(type="path", path=path, line=dict(width=1, color=MASK_COLOUR), layer="above", xref=xref,
+                       yref=yref)
 
 
 def head_trace(z, row_labels, col_labels, x_title, y_title, value_name, show_scale: bool) -> go.Heatmap:
@@ -373,15 +409,6 @@ def head_trace(z, row_labels, col_labels, x_title, y_title, value_name, show_sca
                       colorbar=dict(title=dict(text=value_name, side="right"), thickness=12),
                       hovertemplate=(f"{y_title}: %{{customdata[0]}} (%{{y}})<br>{x_title}: %{{customdata[1]}}"
                                      f" (%{{x}})<br>{value_name}: %{{z:.4f}}<extra></extra>"))
-
-
-def _matrix_axes(fig: go.Figure, rows: Sequence[str], cols: Sequence[str], x_title: str, y_title: str) -> None:
-    xt, xl = tick_labels(cols)
-    yt, yl = tick_labels(rows)
-    fig.update_xaxes(title_text=x_title, tickmode="array", tickvals=xt, ticktext=xl, side="bottom",
-                     tickangle=-60 if len(cols) > 6 else 0, showgrid=False, constrain="domain")
-    fig.update_yaxes(title_text=y_title, tickmode="array", tickvals=yt, ticktext=yl, autorange="reversed",
-                     showgrid=False)
 
 
 def _auto_height(n_rows: int) -> int:

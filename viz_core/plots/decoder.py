@@ -93,6 +93,6 @@ def group_shapes(fig: go.Figure, groups: Sequence[Sequence[int]], n_layers: int)
     """Outline the query heads that share one key/value head (GQA / MQA) on a layer x head map."""
     if len(groups) <= 1 or all(len(g) == 1 for g in groups):
         return
-    for g in groups:
-        fig.add_shape(type="rect", x0=min(g) - 0.5, x1=max(g) + 0.5, y0=-0.5, y1=n_layers - 0.5,
-                      line=dict(color="#888888", width=1, dash="dot"), layer="above")
+    fig.update_layout(shapes=list(fig.layout.shapes) + [  # at once: add_shape re-validates every earlier shape
+        dict(type="rect", x0=min(g) - 0.5, x1=max(g) + 0.5, y0=-0.5, y1=n_layers - 0.5,
+             line=dict(color="#888888", width=1, dash="dot"), layer="above") for g in groups])

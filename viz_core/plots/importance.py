@@ -61,26 +61,26 @@ def peak_vs_importance(peak: np.ndarray, effect: np.ndarray, *, peak_name: str, 
     n_layers, n_heads = effect.shape
     ll, hh = np.meshgrid(np.arange(n_layers), np.arange(n_heads), indexing="ij")
     colours = [LINE_COLOURS[i % len(LINE_COLOURS)] for i in ll.ravel()]
-    fig = go.Figure(go.Scatter(
+    traces = [go.Scatter(
         x=peak.ravel(), y=effect.ravel(), mode="markers", showlegend=False,
         customdata=np.stack([ll.ravel(), hh.ravel()], axis=-1),
         marker=dict(size=10, color=colours, line=dict(width=0.5, color="rgba(0,0,0,0.4)")),
         hovertemplate=f"{layer_label} %{{customdata[0]}} · {head_label} %{{customdata[1]}}<br>{peak_name}: "
-                      f"%{{x:.4f}}<br>{effect_name}: %{{y:.5f}}<extra></extra>"))
-    for layer in range(n_layers):  # a legend of the layer colours (legend-only traces, not clickable points)
-        fig.add_trace(go.Scatter(x=[None], y=[None], mode="markers", name=f"{layer_label} {layer}",
-                                 marker=dict(size=10, color=LINE_COLOURS[layer % len(LINE_COLOURS)])))
+                      f"%{{x:.4f}}<br>{effect_name}: %{{y:.5f}}<extra></extra>")]
+    traces += [go.Scatter(x=[None], y=[None], mode="markers", name=f"{layer_label} {layer}",  # the layer colours'
+                          marker=dict(size=10, color=LINE_COLOURS[layer % len(LINE_COLOURS)]))  # legend, not points
+               for layer in range(n_layers)]
     if selected is not None:
-        fig.add_trace(go.Scatter(x=[peak[selected]], y=[effect[selected]], mode="markers", showlegend=False,
+        traces.append(go.Scatter(x=[peak[selected]], y=[effect[selected]], mode="markers", showlegend=False,
                                  hoverinfo="skip", marker=dict(size=18, color="rgba(0,0,0,0)",
                                                                line=dict(width=3, color=SELECTED))))
-    fig.add_hline(y=0, line=dict(color="rgba(128,128,128,0.6)", width=1))
-    fig.update_xaxes(title_text=peak_name)
-    fig.update_yaxes(title_text=effect_name, zeroline=False)
-    fig.update_layout(title=dict(text=title), height=420, margin=dict(l=10, r=10, t=50, b=10),
-                      legend=dict(orientation="h", yanchor="bottom", y=-0.35, x=0),
-                      clickmode="event+select", dragmode=False)
-    return fig
+    zero = dict(type="line", x0=0, x1=1, xref="x domain", y0=0, y1=0, yref="y",
+                line=dict(color="rgba(128,128,128,0.6)", width=1))  # what add_hline(y=0) adds
+    return go.Figure(traces, layout=dict(  # one call: add_trace / add_hline / update_* each walk the figure again
+        xaxis=dict(title=dict(text=peak_name)), yaxis=dict(title=dict(text=effect_name), zeroline=False),
+        title=dict(text=title), height=420, margin=dict(l=10, r=10, t=50, b=10),
+        legend=dict(orientation="h", yanchor="bottom", y=-0.35, x=0), clickmode="event+select", dragmode=False,
+        shapes=[zero]))
 
 
 def attribution_bars(tokens: Sequence[str], series: dict[str, np.ndarray], *, token_label: str, share_label: str,

@@ -1,0 +1,101 @@
+"""The server's CPU time for one Attention rerun, without a browser: what each visitor's action costs a shared server
+(issue #25: 20 visitors + 2 trainings on 2 cores queue for Python's lock, so this is what their p95 waits on).
+
+  python bench/bench_rerun_cpu.py                          # this tree
+  python bench/bench_rerun_cpu.py --app-root /tmp/old .    # two trees, rounds interleaved (old, new, new, old, ...)
+
+One session per tree (bench/st_protocol.py, the protocol a browser tab speaks) opens Attention, waits for the warm-up,
+then each round makes --actions layer changes (the heatmap of another layer) and --actions new sentences of 10-30
+random words, one after the other. Prints, per tree and action, the server process's CPU time per action (user +
+system, psutil, numpy's and the event loop's work included) and the median rerun -> script_finished latency.
+Nothing else should run on the machine meanwhile.
+"""
+from __future__ import annotations
+
+import argparse
+import asyncio
+import random
+import statistics
+import sys
+from pathlib import Path
+
+import psutil
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "bench"))
+sys.path.insert(0, str(ROOT))
+
+import bench_browser as bb  # noqa: E402 - the same server start / stop
+from bench_load import LAYER_KEY, TEXT_KEY, heatmap  # noqa: E402
+from st_protocol import Session  # noqa: E402
+
+ACTIONS = ("layer", "sentence")
+
+
+async def one_action(s: Session, kind: str, rng: random.Random) -> float:
+    """A layer other than the one shown, or a new sentence; returns the rerun's latency."""
+    if kind == "layer":
+        box = s.widget(LAYER_KEY, "selectbox").proto
+        title, _ = heatmap(s)
+        layer = rng.choice([o for o in box.options if f"Layer {o}," not in title])
+        run = await s.set_widget(box.id, string_value=layer)
+    else:
+        words = [rng.choice(bb.WORDS) for _ in range(rng.randint(10, 30))]
+        run = await s.set_widget(s.widget(TEXT_KEY, "text_area").id, string_value=" ".join(words))
+    return run.latency
+
+
+async def measure(sessions: dict, procs: dict, order: list, n: int, out: dict, rng: random.Random) -> None:
+    for root in order:
+        for kind in ACTIONS:
+            before = sum(procs[root].cpu_times()[:2])
+            lat = [await one_action(sessions[root], kind, rng) for _ in range(n)]
+            out[root][kind]["cpu"].append((sum(procs[root].cpu_times()[:2]) - before) / n)
+            out[root][kind]["lat"] += lat
+
+
+async def run(roots: list[Path], rounds: int, n: int) -> dict:
+    servers = {r: bb.Server(root=r) for r in roots}
+    out = {r: {k: {"cpu": [], "lat": []} for k in ACTIONS} for r in roots}
+    try:
+        for server in servers.values():
+            bb.wait_healthy(server.url, 120)
+        procs = {r: psutil.Process(servers[r].proc.pid) for r in roots}
+        sessions = {r: Session(servers[r].url, timeout=120) for r in roots}
+        for r in roots:
+            await sessions[r].connect()
+            await sessions[r].open("/", "lang=en")
+        await asyncio.sleep(10)  # the warm-up (imports, the model) ends before the first action is timed
+        rng = random.Random(0)
+        await measure(sessions, procs, roots, 3, {r: {k: {"cpu": [], "lat": []} for k in ACTIONS} for r in roots}, rng)
+        for i in range(rounds):
+            await measure(sessions, procs, roots if i % 2 == 0 else roots[::-1], n, out, rng)
+        for s in sessions.values():
+            await s.close()
+    finally:
+        for server in servers.values():
+            bb.stop_server(server.proc)
+    return out
+
+
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--app-root", nargs="+", default=[str(ROOT)], help="one or two trees whose app.py to run")
+    p.add_argument("--rounds", type=int, default=4)
+    p.add_argument("--actions", type=int, default=20, help="layer changes and new sentences per round")
+    args = p.parse_args(argv)
+    roots = [Path(r).resolve() for r in args.app_root]
+    out = asyncio.run(run(roots, args.rounds, args.actions))
+    print(f"\nserver CPU per Attention rerun (user + system), medians of {args.rounds} rounds of {args.actions}; "
+          "rerun -> script_finished median")
+    print("\n| action | " + " | ".join(str(r) for r in roots) + " |\n|---|" + "---|" * len(roots))
+    for kind in ACTIONS:
+        cells = (f"{statistics.median(out[r][kind]['cpu']) * 1000:.0f} ms CPU "
+                 f"({min(out[r][kind]['cpu']) * 1000:.0f}–{max(out[r][kind]['cpu']) * 1000:.0f}); "
+                 f"{statistics.median(out[r][kind]['lat']) * 1000:.0f} ms" for r in roots)
+        print(f"| {kind} | " + " | ".join(cells) + " |")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
