@@ -384,9 +384,9 @@ def add_mask_overlay(fig: go.Figure, mask: np.ndarray, row: int | None = None, c
         fig.add_shape(stroke)
 
 
-def mask_overlay(mask: np.ndarray, xref: str = "x", yref: str = "y") -> tuple[go.Heatmap, dict | None]:
-    """add_mask_overlay's parts: the grey cells (a heatmap trace) and the strokes (one path shape, None without
-    masked cells), for a figure built in one call."""
+def mask_overlay(mask: np.ndarray) -> tuple[go.Heatmap, dict | None]:
+    """add_mask_overlay's parts: the grey cells (a heatmap trace) and the strokes (one path shape on the axes x and
+    y, None without masked cells), for a figure built in one call."""
     n_rows, n_cols = mask.shape
     hatch = go.Heatmap(z=np.where(mask, 1.0, np.nan), x=np.arange(n_cols), y=np.arange(n_rows),
                        colorscale=[[0, HATCH_FILL], [1, HATCH_FILL]], showscale=False, hoverinfo="skip")
@@ -394,8 +394,8 @@ def mask_overlay(mask: np.ndarray, xref: str = "x", yref: str = "y") -> tuple[go
     if not len(rows):
         return hatch, None
     path = " ".join(f"M{j - 0.5:g},{i + 0.5:g}L{j + 0.5:g},{i - 0.5:g}" for i, j in zip(rows, cols))
-    return hatch, dict(type="path", path=path, line=dict(width=1, color=MASK_COLOUR), layer="above", xref=xref,
-                       yref=yref)
+    return hatch, dict(type="path", path=path, line=dict(width=1, color=MASK_COLOUR), layer="above", xref="x",
+                       yref="y")
 
 
 def head_trace(z, row_labels, col_labels, x_title, y_title, value_name, show_scale: bool) -> go.Heatmap:
