@@ -134,6 +134,31 @@ def test_numpy_ablation_by_hand_for_one_head(models):
     np.testing.assert_allclose(pooled[0], ab.pooled(ids, "zero")[0], atol=0)  # the intact row is intact
 
 
+@pytest.mark.parametrize("slots", [2, 5])
+def test_heads_split_over_parallel_batches_land_in_the_same_rows(models, monkeypatch, slots):
+    """With free cores (ablation_threads) the heads are split into groups whose batches grow in parallel threads: every
+    row comes back where the single batch puts it (intact, then layer-major, head-minor), for both methods."""
+    ab = bert_numpy.NumpyAblation(models[0])
+    ids = ab.encode("The cat sat on the mat because it was tired.")
+    monkeypatch.setattr(bert_numpy, "ablation_threads", lambda: 1)
+    single = {m: ab.pooled(ids, m) for m in ("zero", "mean")}
+    monkeypatch.setattr(bert_numpy, "ablation_threads", lambda: slots)
+    for method, want in single.items():
+        got = ab.pooled(ids, method)
+        assert got.shape == want.shape == (1 + 6 * 12, 384)
+        assert np.abs(want[1:] - want[0]).max() > 1e-3  # the rows differ: a row in the wrong place would show
+        np.testing.assert_allclose(got, want, atol=2e-6, rtol=0)
+
+
+def test_ablation_threads_follow_the_cores_blas_leaves_free(monkeypatch):
+    monkeypatch.setattr(bert_numpy.os, "cpu_count", lambda: 4)
+    for env, want in (("1", 4), ("2", 2), ("8", 1), ("", 1), ("many", 1)):
+        monkeypatch.setenv("OPENBLAS_NUM_THREADS", env)
+        assert bert_numpy.ablation_threads() == want, env
+    monkeypatch.delenv("OPENBLAS_NUM_THREADS")
+    assert bert_numpy.ablation_threads() == 1  # unset: OpenBLAS takes every core for one product
+
+
 def test_long_text_ablates_in_chunks_with_the_same_numbers(models):
     """A text too long for one growing batch runs layer by layer in small batches: equal to the growing batch on a
     short text (both strategies), and to torch on a text over the limit (about 180 tokens)."""

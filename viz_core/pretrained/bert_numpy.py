@@ -19,7 +19,9 @@ same f: the cosine of mean-pooled embeddings), so "Which heads matter" draws its
 from __future__ import annotations
 
 import json
+import os
 import threading
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -28,6 +30,17 @@ import numpy as np
 from .architecture import MINILM, Architecture
 from .result import DEFAULT_MODEL, DISPLAY_TOKEN_LIMIT, QKV, AttentionResult, HeadImportance, clean_text
 from ..errors import InputError
+
+
+def ablation_threads() -> int:
+    """Threads one head ablation splits its batches over: the cores over OpenBLAS's threads per product (app.py
+    sets OPENBLAS_NUM_THREADS=1, so 2 on 2 cores). Unset, OpenBLAS already uses every core for each product: 1."""
+    cores = os.cpu_count() or 1
+    try:
+        per_product = int(os.environ.get("OPENBLAS_NUM_THREADS") or cores)
+    except ValueError:
+        per_product = cores
+    return max(1, cores // max(1, per_product))
 
 
 @dataclass(frozen=True)
@@ -145,7 +158,8 @@ class NumpyBert:
         self._full.no_truncation()
         self.unk_token = str(tok_cfg.get("unk_token", "[UNK]"))
         self.unk_id = self._tok.token_to_id(self.unk_token)
-        self._lock = threading.Lock()  # numpy's BLAS uses all cores: one forward pass at a time is fastest
+        self._lock = threading.Lock()  # one pass at a time: measured under load (20 visitors + 2 trainings),
+        # two visitors' passes side by side were slower than in turn (docs/benchmarks.md)
 
     def adopt(self, arrays: dict[str, np.ndarray]) -> int:
         """Read the weights from these arrays instead (e.g. numpy views of the transformers model's parameters, so
@@ -331,17 +345,37 @@ class NumpyAblation:
         return self.bert.encode_alone(text).ids
 
     def pooled(self, ids: list[int], method: str) -> np.ndarray:
-        """Mean-pooled final hidden states of the intact row and every ablation: (1 + L*H, d)."""
+        """Mean-pooled final hidden states of the intact row and every ablation: (1 + L*H, d).
+
+        With cores BLAS leaves free (ablation_threads), the heads are split into groups that grow batches of their
+        own in parallel threads (numpy's products release Python's lock), while this pass holds the model's lock as
+        any pass does: each batch repeats the intact row, the rest is the same work divided. Rows come back in the
+        order of the single batch: intact, then layer-major, head-minor."""
         if not self.fits(len(ids)):
             return self._pooled_in_chunks(ids, method)
         b = self.bert
-        h = b.embed(ids, [0] * len(ids))  # (1, N, d)
+        h0 = b.embed(ids, [0] * len(ids))  # (1, N, d)
+        groups = np.array_split(np.arange(b.n_heads), min(ablation_threads(), b.n_heads))
         with b._lock:
-            for i in range(b.n_layers):
-                h = np.concatenate([h, np.repeat(h[:1], b.n_heads, axis=0)])  # (1 + (i+1) H, N, d)
-                h, _ = b._layer(h, i, need_weights=False,
-                                knock=(1 + i * b.n_heads + np.arange(b.n_heads), np.arange(b.n_heads), method))
-        return h.mean(1)  # (1 + L*H, d)
+            if len(groups) == 1:
+                return self._grown(h0, groups[0], method)
+            with ThreadPoolExecutor(len(groups), thread_name_prefix="ablation") as pool:
+                parts = list(pool.map(lambda g: self._grown(h0, g, method), groups))
+        out = np.empty((1 + b.n_layers * b.n_heads, h0.shape[-1]), dtype=parts[0].dtype)  # (1 + L*H, d)
+        out[0] = parts[0][0]
+        for g, part in zip(groups, parts):
+            out[1:].reshape(b.n_layers, b.n_heads, -1)[:, g] = part[1:].reshape(b.n_layers, len(g), -1)  # (L, |g|, d)
+        return out
+
+    def _grown(self, h: np.ndarray, heads: np.ndarray, method: str) -> np.ndarray:
+        """One growing batch for these heads (the caller holds the model's lock): row 0 intact, and at layer l's
+        input one copy of row 0 per head, that head of layer l knocked out: (1, N, d) -> (1 + L*|heads|, N, d),
+        pooled to (1 + L*|heads|, d)."""
+        b, k = self.bert, len(heads)
+        for i in range(b.n_layers):
+            h = np.concatenate([h, np.repeat(h[:1], k, axis=0)])  # (1 + (i+1) k, N, d)
+            h, _ = b._layer(h, i, need_weights=False, knock=(1 + i * k + np.arange(k), heads, method))
+        return h.mean(1)  # (1 + L*k, d)
 
     def _pooled_in_chunks(self, ids: list[int], method: str) -> np.ndarray:
         """As pooled, for a long text: layer l's input kept from one intact pass, then batches of [intact row,
