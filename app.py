@@ -36,6 +36,7 @@ from viz_core.i18n import LANGUAGE_NAMES, LANGUAGES, normalise_lang
 
 def main() -> None:
     import pandas  # noqa: F401 - before any page (see the module's docstring); at once after the first import
+    ui.pin_lang(None)  # until the sidebar's radio settles this run's language (a context can serve several runs)
     st.set_page_config(page_title="Attention Explorer", page_icon=":material/visibility:", layout="wide")
     ui.page_style()  # readable on phones and in both themes (captions' contrast, formulas that scroll)
 
@@ -47,6 +48,7 @@ def main() -> None:
     st.sidebar.radio("Language / 语言", LANGUAGES, index=LANGUAGES.index(ui.lang()), format_func=LANGUAGE_NAMES.get,
                      key=ui.LANG_KEY, horizontal=True)  # (its default is its value: see app_pages/_ui widgets)
     lang = ui.lang()
+    ui.pin_lang(lang)
 
     pages = {stem: st.Page(f"app_pages/{stem}.py", title=ui.t(f"common.nav_{stem}"), icon=icon, url_path=stem,
                            default=(stem == DEFAULT_PAGE))

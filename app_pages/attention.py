@@ -72,11 +72,9 @@ def model_label(model_id: str) -> str:
     e = catalog.entry(model_id)
     if e is None:
         return model_id
-    langs = " + ".join(t(f"attention.lang_{lang}") for lang in e.languages)
-    where = t("attention.model_packaged") if e.packaged else t("attention.model_cached", size=e.size_mb) \
-        if catalog.is_cached(e.id) else t("attention.model_size_offline" if catalog.hub_offline_forced() else
-                                          "attention.model_size", size=e.size_mb)
-    return f"{e.name} · {langs} · {t(f'attention.kind_short_{e.kind}')} ({e.family}) · {where}"
+    where = "packaged" if e.packaged else "cached" if catalog.is_cached(e.id) else \
+        "offline" if catalog.hub_offline_forced() else "size"
+    return cached.model_line(e, where, ui.lang())
 
 
 def use_model(model_id: str) -> None:

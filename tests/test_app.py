@@ -128,3 +128,44 @@ def test_the_server_imports_neither_pandas_nor_torch_before_it_listens():
     source = (ROOT / "app.py").read_text()
     body = source.split("def main() -> None:", 1)[1]
     assert body.lstrip().startswith("import pandas"), "main() must import pandas before any page runs"
+
+
+def test_the_language_settled_by_the_radio_holds_for_the_run_and_a_new_run_settles_it_again():
+    """lang() answers from the run's context once app.py pins it (ui.pin_lang), not from the session state; the next
+    full run unpins it before anything reads it, so a switch back and forth is never one run late."""
+    at = run_page("attention", {})
+    for lang, title in (("zh", "预训练 Transformer 的注意力"), ("en", "Attention in a pretrained Transformer"),
+                        ("zh", "预训练 Transformer 的注意力")):
+        at.sidebar.radio[0].set_value(lang).run()
+        assert_clean(at)
+        assert at.title[0].value == title
+        assert at.sidebar.radio[0].value == lang
+
+
+def test_a_pinned_language_is_what_lang_answers_until_it_is_unpinned():
+    from streamlit.testing.v1 import AppTest
+
+    def script():
+        import streamlit as st
+
+        from app_pages import _ui as ui
+        st.session_state["lang"] = "en"
+        seen = [ui.lang()]
+        ui.pin_lang("zh")
+        seen += [ui.lang(), ui.t("attention.title")]
+        ui.pin_lang(None)
+        seen += [ui.lang(), ui.t("attention.title")]
+        st.text("|".join(seen))
+
+    at = AppTest.from_function(script, default_timeout=30).run()
+    assert not at.exception
+    assert at.text[0].value == "en|zh|预训练 Transformer 的注意力|en|Attention in a pretrained Transformer"
+
+
+def test_the_model_pickers_lines_are_the_same_in_each_language_and_state_from_the_cache():
+    from app_pages._ui.attention import model_line
+    from viz_core.pretrained.catalog import PACKAGED
+    en, zh = model_line(PACKAGED, "packaged", "en"), model_line(PACKAGED, "packaged", "zh")
+    assert en.startswith("all-MiniLM-L6-v2 · ") and en != zh
+    assert model_line(PACKAGED, "packaged", "en") is en  # the cached line, not a new one
+    assert model_line(PACKAGED, "size", "en") != en and "90" in model_line(PACKAGED, "size", "en")
