@@ -72,9 +72,9 @@ def model_label(model_id: str) -> str:
     e = catalog.entry(model_id)
     if e is None:
         return model_id
-    where = "packaged" if e.packaged else "cached" if catalog.is_cached(e.id) else \
-        "offline" if catalog.hub_offline_forced() else "size"
-    return cached.model_line(e, where, ui.lang())
+    where = "model_packaged" if e.packaged else "model_cached" if catalog.is_cached(e.id) else \
+        "model_size_offline" if catalog.hub_offline_forced() else "model_size"
+    return cached.model_line(e, f"attention.{where}", ui.lang())
 
 
 def use_model(model_id: str) -> None:

@@ -162,10 +162,12 @@ def test_a_pinned_language_is_what_lang_answers_until_it_is_unpinned():
     assert at.text[0].value == "en|zh|预训练 Transformer 的注意力|en|Attention in a pretrained Transformer"
 
 
-def test_the_model_pickers_lines_are_the_same_in_each_language_and_state_from_the_cache():
+def test_the_model_pickers_lines_are_cached_per_language_and_state():
     from app_pages._ui.attention import model_line
     from viz_core.pretrained.catalog import PACKAGED
-    en, zh = model_line(PACKAGED, "packaged", "en"), model_line(PACKAGED, "packaged", "zh")
+    en = model_line(PACKAGED, "attention.model_packaged", "en")
+    zh = model_line(PACKAGED, "attention.model_packaged", "zh")
     assert en.startswith("all-MiniLM-L6-v2 · ") and en != zh
-    assert model_line(PACKAGED, "packaged", "en") is en  # the cached line, not a new one
-    assert model_line(PACKAGED, "size", "en") != en and "90" in model_line(PACKAGED, "size", "en")
+    assert model_line(PACKAGED, "attention.model_packaged", "en") is en  # the cached line, not a new one
+    sized = model_line(PACKAGED, "attention.model_size", "en")
+    assert sized != en and "90" in sized

@@ -16,15 +16,13 @@ from . import models
 
 @lru_cache(maxsize=256)
 def model_line(e: CatalogEntry, where: str, lang: str) -> str:
-    """The model picker's line for catalog entry e (immutable) in one language, where is "packaged", "cached",
-    "offline" or "size". Cached here, in a module imported once (a page script's own functions are made again on
-    every run): the picker formats every model on every run of the Attention page, and these few dozen translated
-    strings were a tenth of a layer change's time."""
+    """The model picker's line for catalog entry e (immutable) in one language; `where` is the locale key of its
+    last part (packaged, cached, download size). Cached here, in a module imported once (a page script's own
+    functions are made again on every run): the picker formats every model on every run of the Attention page, and
+    these few dozen translated strings were a tenth of a layer change's time."""
     langs = " + ".join(i18n.t(f"attention.lang_{code}", lang) for code in e.languages)
-    key = {"packaged": "attention.model_packaged", "cached": "attention.model_cached",
-           "offline": "attention.model_size_offline", "size": "attention.model_size"}[where]
     return f"{e.name} · {langs} · {i18n.t(f'attention.kind_short_{e.kind}', lang)} ({e.family}) · " \
-           f"{i18n.t(key, lang, size=e.size_mb)}"
+           f"{i18n.t(where, lang, size=e.size_mb)}"
 
 
 def result(name: str, text: str, pair: str, target: str) -> AttentionResult:
