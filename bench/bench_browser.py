@@ -67,7 +67,7 @@ _PAGE_READY = """([title]) => {
   const h1 = main && main.querySelector('h1');
   if (!h1 || !h1.innerText.includes(title)) return false;
   if (main.querySelector("[data-stale='true']")) return false;
-  const fig = main.querySelector("[data-testid='stPlotlyChart'] .main-svg, [data-testid='stIFrame'], "
+  const fig = main.querySelector(".js-plotly-plot .main-svg, [data-testid='stIFrame'], "
                                  + "[data-testid='stImage'] img");
   return !!fig && fig.getBoundingClientRect().height > 0;
 }"""

@@ -39,7 +39,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import json
 import os
 import random
 import sys
@@ -95,7 +94,7 @@ def new_stats() -> dict:
 # ---------------------------------------------------------------- what the page shows
 def heatmap(s: Session) -> tuple[str, list[str]]:
     """The one-head heatmap's title and key tokens, from the plotly spec the server sent."""
-    spec = json.loads(s.widget(FIG_KEY, "plotly_chart").proto.spec)
+    spec = next(el for el in s.charts() if el.id.endswith("-" + FIG_KEY)).figure
     title = spec["layout"].get("title", {})
     return str(title.get("text", "") if isinstance(title, dict) else title), list(spec["data"][0].get("x") or [])
 

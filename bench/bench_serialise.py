@@ -11,7 +11,6 @@ plotly figures and serialised --repeat times; the table gives the median per pag
 from __future__ import annotations
 
 import argparse
-import json
 import logging
 import os
 import statistics
@@ -25,6 +24,7 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 
 from app_pages._ui.nav import PAGES  # noqa: E402
+from tests.conftest import figures  # noqa: E402
 
 
 def page_figures(stem: str) -> list:
@@ -36,7 +36,7 @@ def page_figures(stem: str) -> list:
     at.query_params["lang"] = "en"
     at.switch_page(f"app_pages/{stem}.py")
     at.run()
-    return [go.Figure(json.loads(chart.proto.spec), skip_invalid=True) for chart in at.get("plotly_chart")]
+    return [go.Figure({k: v for k, v in spec.items() if k != "config"}, skip_invalid=True) for spec in figures(at)]
 
 
 def timed(figs: list, engine: str, repeat: int) -> tuple[float, int]:

@@ -21,6 +21,7 @@ Loopback only: `Session` refuses any host but 127.0.0.1 / localhost / ::1.
 from __future__ import annotations
 
 import asyncio
+import json
 import time
 from dataclasses import dataclass, field
 from urllib.parse import urlsplit
@@ -71,6 +72,15 @@ class Element:
     @property
     def id(self) -> str:
         return getattr(self.proto, "id", "") or ""
+
+    @property
+    def figure(self) -> dict:
+        """A chart's plotly figure as the browser gets it (a chart element: CHART_TYPES)."""
+        return json.loads(self.proto.spec if self.type == "plotly_chart" else self.proto.bytes)
+
+
+# the elements that draw a chart: st.plotly_chart and the app's own chart element (app_pages/_ui/chart.py)
+CHART_TYPES = ("plotly_chart", "bidi_component")
 
 
 @dataclass
@@ -224,6 +234,10 @@ class Session:
 
     def find(self, kind: str) -> list[Element]:
         return [el for el in self.elements.values() if el.type == kind]
+
+    def charts(self) -> list[Element]:
+        """The charts of the last full run, whichever element draws them (CHART_TYPES)."""
+        return [el for el in self.elements.values() if el.type in CHART_TYPES]
 
     def text(self) -> str:
         """Markdown, headings, alerts and captions of the last full run, joined (to check what the page says)."""

@@ -44,10 +44,24 @@ def run_async(coro):
     return box["value"]
 
 
-def figures(at: AppTest) -> list[dict]:
-    """The page's plotly figures as data (what plotly.js receives), whichever JSON engine wrote them: plotly uses
-    orjson when it is importable (non-ASCII as is, no spaces) and json otherwise (\\u escapes, spaces)."""
-    return [json.loads(chart.proto.spec) for chart in at.get("plotly_chart")]
+def charts(at) -> list:
+    """The page's charts in page order: the house chart elements (app_pages/_ui/chart.py) and st.plotly_chart (the
+    charts that report clicks). `at` is an AppTest or a block of one (a tab, a column)."""
+    from app_pages._ui.chart import NAME
+    root = at._tree if isinstance(at, AppTest) else at
+    return [e for e in root if e.type == "plotly_chart"
+            or (e.type == "bidi_component" and e.proto.component_name == NAME)]
+
+
+def chart_spec(element) -> dict:
+    """One chart's figure as data (what plotly.js receives), whichever JSON engine wrote it: plotly uses orjson when
+    it is importable (non-ASCII as is, no spaces) and json otherwise (\\u escapes, spaces)."""
+    return json.loads(element.proto.spec if element.type == "plotly_chart" else element.proto.bytes)
+
+
+def figures(at) -> list[dict]:
+    """The page's plotly figures as data, in page order (charts, chart_spec)."""
+    return [chart_spec(chart) for chart in charts(at)]
 
 
 def plotly_array(value) -> np.ndarray:

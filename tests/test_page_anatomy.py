@@ -1,6 +1,6 @@
 """AppTest for the Anatomy page: every section in English and Chinese, widgets driven, real content checked, and bad
 input shown as an error element instead of an exception."""
-from tests.conftest import assert_clean, figure_text, figures, run_page, widget
+from tests.conftest import assert_clean, charts, figure_text, figures, run_page, widget
 
 
 def _text(at) -> str:
@@ -18,7 +18,7 @@ def test_norms_en_matches_torch_and_reports_std_gap():
     at = run_page("anatomy", {"lang": "en"})
     assert_clean(at)
     assert at.title[0].value == "Anatomy of a Transformer block"
-    assert len(at.get("plotly_chart")) == 4  # the four grids; two more parts open on demand (issue #25)
+    assert len(charts(at)) == 4  # the four grids; two more parts open on demand (issue #25)
     assert [e.label for e in at.expander] == [
         "Mean and spread of every token and every feature, before and after each norm",
         "The notes' LayerNorm: unbiased std, ε added to the std"]
@@ -47,7 +47,7 @@ def test_placement_zh():
     at = run_page("anatomy", {"lang": "zh", "section": "placement", "depth": "4"})
     assert_clean(at)
     assert at.title[0].value == "Transformer 模块解剖"
-    assert "看点" in _text(at) and len(at.get("plotly_chart")) == 1
+    assert "看点" in _text(at) and len(charts(at)) == 1
     shallow = float(_metric(at, "最后一层的梯度（pre-norm）"))
     at.slider(key="anatomy.depth").set_value(24).run()
     assert_clean(at)

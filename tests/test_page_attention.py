@@ -1,17 +1,16 @@
 """AppTest of the Attention page: every view renders real content, URL state restores it, bad input is a message."""
 from __future__ import annotations
 
-import json
 
 import pytest
 
 from streamlit.testing.v1 import AppTest
 
-from tests.conftest import APP, APP_TIMEOUT_S, assert_clean, run_page, widget
+from tests.conftest import APP, APP_TIMEOUT_S, assert_clean, chart_spec, charts, run_page, widget
 
 
 def _plots(at):
-    return at.get("plotly_chart")
+    return charts(at)
 
 
 def test_default_view_english():
@@ -152,7 +151,7 @@ def test_long_input_says_that_labels_are_thinned(words, thinned):
     assert bool(notes) is thinned
     if thinned:
         assert "query axis names one token in 3" in notes[0] and "3·looks" in notes[0]
-        yaxis = json.loads(at.get("plotly_chart")[0].proto.spec)["layout"]["yaxis"]
+        yaxis = chart_spec(charts(at)[0])["layout"]["yaxis"]
         assert yaxis["ticktext"][:3] == ["0·[CLS]", "3·looks", "6·token"]
 
 
@@ -252,4 +251,4 @@ def test_encoder_decoder_model_has_three_maps(tiny_folders, folders_allowed, par
     assert_clean(at)
     assert widget(at, "radio", "attention.part").value == part
     assert len(at.text_area) == 2  # source text and decoder target text
-    assert len(at.get("plotly_chart")) == 1
+    assert len(charts(at)) == 1

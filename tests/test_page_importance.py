@@ -7,7 +7,7 @@ import io
 import numpy as np
 import pytest
 
-from tests.conftest import assert_clean, run_page, widget
+from tests.conftest import assert_clean, charts, run_page, widget
 from tests.test_page_attention import folders_allowed, tiny_folders
 
 __all__ = ["folders_allowed", "tiny_folders"]  # the Attention page's fixtures, shared (pytest finds them here)
@@ -29,7 +29,7 @@ def test_pair_in_english():
     at = _run({"lang": "en", "text": "The cat sat on the mat.", "pair": "A dog lay on the rug."})
     assert widget(at, "radio", "attention.view").value == "importance"
     assert "cosine similarity of the mean-pooled embeddings of A and B" in _markdown(at)
-    assert len(at.get("plotly_chart")) == 4  # importance map, statistics map, scatter, attribution bars
+    assert len(charts(at)) == 4  # importance map, statistics map, scatter, attribution bars
     assert len(at.get("download_button")) == 4
     captions = " ".join(c.value for c in at.caption)
     assert "Completeness check" in captions and "f = cos(A, B)" in captions
@@ -43,7 +43,7 @@ def test_single_text_in_chinese_with_mean_ablation():
     assert widget(at, "selectbox", "attention.ipeak").value == "entropy"
     assert "没有文本 B" in _markdown(at) and "三行为什么不同" in _markdown(at)
     assert "完整性检验" in " ".join(c.value for c in at.caption)
-    assert len(at.get("plotly_chart")) == 4
+    assert len(charts(at)) == 4
 
 
 def test_language_switch_keeps_the_view_and_method():
@@ -69,14 +69,14 @@ def test_importance_csv_download_holds_every_head():
 def test_bad_next_token_is_a_message_on_gpt2(tiny_folders, folders_allowed):
     at = _run({"lang": "en", "model": tiny_folders["gpt2"], "inext": "dog"})
     assert "log p(next token = dog)" in _markdown(at)
-    assert len(at.get("plotly_chart")) == 4
+    assert len(charts(at)) == 4
 
 
 def test_t5_scores_the_target_per_part(tiny_folders, folders_allowed):
     for part in ("encoder", "cross"):
         at = _run({"lang": "zh", "model": tiny_folders["t5"], "part": part})
         assert "log p(目标 | 源)" in _markdown(at)
-        assert len(at.get("plotly_chart")) == 4
+        assert len(charts(at)) == 4
 
 
 def test_t5_without_target_says_what_to_do(tiny_folders, folders_allowed):
@@ -100,7 +100,7 @@ def test_steps_from_the_address(steps):
 
 def test_blank_text_b_is_no_pair():
     at = _run({"lang": "en", "pair": "   "})
-    assert "No text B" in _markdown(at) and len(at.get("plotly_chart")) == 4
+    assert "No text B" in _markdown(at) and len(charts(at)) == 4
 
 
 def test_the_packaged_model_answers_in_numpy_until_transformers_has_it(monkeypatch):

@@ -1,15 +1,14 @@
 """AppTest of the Mechanics page: every section in English and Chinese, widgets driven, real content checked, and bad
 input shown as an error element instead of a traceback."""
-import json
 
 import numpy as np
 import pytest
 
-from tests.conftest import assert_clean, plotly_array, run_page, widget
+from tests.conftest import assert_clean, figures, plotly_array, run_page, widget
 
 
 def _figures(at) -> list[dict]:
-    return [json.loads(p.proto.spec) for p in at.get("plotly_chart")]
+    return figures(at)
 
 
 def _z(fig: dict) -> np.ndarray:

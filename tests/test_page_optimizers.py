@@ -1,15 +1,14 @@
 """AppTest of the Optimizers page: English and Chinese, widgets driven, divergence, fair race, bad input, URL state."""
-import json
 
 import pytest
 
-from tests.conftest import assert_clean, run_page, widget
+from tests.conftest import assert_clean, chart_spec, charts, run_page, widget
 
 pytestmark = pytest.mark.slow
 
 
 def _race_spec(at) -> dict:
-    return json.loads(at.get("plotly_chart")[0].proto.spec)
+    return chart_spec(charts(at)[0])
 
 
 def _texts(at) -> str:
@@ -21,7 +20,7 @@ def test_english_race_inside_and_schedules():
     assert_clean(at)
     assert at.title[0].value == "Optimizers"
     assert [t.label for t in at.tabs] == ["Race", "Inside the optimizers", "Learning-rate schedules"]
-    assert len(at.get("plotly_chart")) == 3          # only the open tab is drawn: race, loss, distance
+    assert len(charts(at)) == 3          # only the open tab is drawn: race, loss, distance
     spec = _race_spec(at)
     assert len(spec["frames"]) > 10 and spec["layout"]["sliders"][0]["steps"][-1]["label"] == "300"
     names = {tr.get("name") for tr in spec["data"]}
@@ -30,10 +29,10 @@ def test_english_race_inside_and_schedules():
     assert list(table["optimizer"]) == ["SGD", "Momentum", "AdaGrad", "RMSProp", "Adam"]
     assert table.loc[table["optimizer"] == "Adam", "final loss − minimum"].astype(float).iloc[0] < 1e-6
     assert not at.error and not at.warning
-    for tab, charts in (("inside", 2), ("schedules", 2)):   # step sizes + state; schedules + the paper's
+    for tab, count in (("inside", 2), ("schedules", 2)):   # step sizes + state; schedules + the paper's
         at = run_page("optimizers", {"lang": "en", "tab": tab})
         assert_clean(at)
-        assert len(at.get("plotly_chart")) == charts and not at.error
+        assert len(charts(at)) == count and not at.error
 
 
 def test_chinese_page():
@@ -73,7 +72,7 @@ def test_fair_race_schedule_extras_and_inspect():
     at.run()
     widget(at, "selectbox", "optimizers.inspect").set_value("adagrad").run()
     assert at.query_params["tab"] in ("inside", ["inside"])
-    state = json.loads(at.get("plotly_chart")[1].proto.spec)
+    state = chart_spec(charts(at)[1])
     assert "Inside AdaGrad" in state["layout"]["title"]["text"]
 
 
@@ -92,9 +91,9 @@ def test_closed_sections_are_not_drawn_and_their_values_hold():
     assert widget(opened, "slider", "optimizers.beta1").value == 0.5
     assert widget(opened, "number_input", "optimizers.lr_adam").value == 0.02
     assert widget(opened, "selectbox", "optimizers.sched").value == "cosine"
-    race = json.loads(closed.get("plotly_chart")[0].proto.spec)["data"]
-    assert race == json.loads(opened.get("plotly_chart")[0].proto.spec)["data"]
-    plain = json.loads(run_page("optimizers", {"lang": "en", "steps": "60"}).get("plotly_chart")[0].proto.spec)
+    race = chart_spec(charts(closed)[0])["data"]
+    assert race == chart_spec(charts(opened)[0])["data"]
+    plain = chart_spec(charts(run_page("optimizers", {"lang": "en", "steps": "60"}))[0])
     assert race != plain["data"]  # the held values changed the race
 
 
@@ -117,7 +116,7 @@ def test_bad_input_shows_a_message(kind, key, value, expected):
     assert at.error and expected in at.error[0].value
     at.session_state["optimizers.tab.en"] = "Learning-rate schedules"
     at.run()
-    assert len(at.get("plotly_chart")) == 2          # the schedules tab still works
+    assert len(charts(at)) == 2          # the schedules tab still works
 
 
 def test_no_racer_and_bad_url():

@@ -1,16 +1,15 @@
 """AppTest of the Positions page: every part draws real content in English and Chinese, widgets drive the figures,
 bad input shows a message instead of a traceback."""
-import json
 
 import numpy as np
 import pytest
 
-from tests.conftest import assert_clean, plotly_array, run_page, widget
+from tests.conftest import assert_clean, chart_spec, charts, plotly_array, run_page, widget
 from viz_core import positional as P
 
 
 def _figure(at, i: int = 0) -> dict:
-    return json.loads(at.get("plotly_chart")[i].proto.spec)
+    return chart_spec(charts(at)[i])
 
 
 def _z(trace: dict) -> np.ndarray:
@@ -50,7 +49,7 @@ def test_big_tables_are_thinned_and_max_len_zero_is_explained():
     at.slider(key="positions.max_len").set_value(0).run()
     assert_clean(at)
     assert any("max_len is 0" in i.value for i in at.info)
-    assert not at.get("plotly_chart")
+    assert not charts(at)
 
 
 def test_similarity_chinese_depends_only_on_distance():

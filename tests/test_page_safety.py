@@ -3,11 +3,10 @@ an odd d_model, typed markup stays text in figures and messages, a run stopped w
 checkpoint with an absurd config is refused with a message, and the Compare tab keeps the Train tab's budget."""
 from __future__ import annotations
 
-import json
 
 import pytest
 
-from tests.conftest import assert_clean, run_page, widget
+from tests.conftest import assert_clean, figures, run_page, widget
 from viz_core.jobs import default_slots
 
 MARKUP = "<b>word</b> <i>x</i> & __class__"
@@ -18,7 +17,7 @@ pytestmark = pytest.mark.usefixtures("one_torch_thread")  # small models: one to
 
 
 def specs(at) -> list[dict]:
-    return [json.loads(c.proto.spec) for c in at.get("plotly_chart")]
+    return figures(at)
 
 
 def figure_texts(at) -> list[str]:

@@ -2,12 +2,12 @@
 import pytest
 
 from app_pages._ui import scaling as data
-from tests.conftest import assert_clean, run_page, widget
+from tests.conftest import assert_clean, charts, run_page, widget
 from viz_core import scaling
 
 
 def _charts(at) -> int:
-    return len(at.get("plotly_chart"))
+    return len(charts(at))
 
 
 def _metric(at, start: str) -> str:

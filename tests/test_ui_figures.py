@@ -1,6 +1,6 @@
-"""ui.plot and the figures shared by every session: a shared figure is turned into plotly's dict once and sent as
-that dict (issue #25), exactly what st.plotly_chart would have sent for the figure itself; and the pages need no
-Streamlit "magic" (it is off in .streamlit/config.toml)."""
+"""ui.plot and the figures shared by every session: a shared figure is serialised once and sent as that (issue #25),
+exactly what would have been sent for the figure itself, by the house chart element or by st.plotly_chart; and the
+pages need no Streamlit "magic" (it is off in .streamlit/config.toml)."""
 import ast
 import json
 import tomllib
@@ -11,7 +11,8 @@ import plotly.graph_objects as go
 from streamlit.testing.v1 import AppTest
 
 from app_pages import _ui as ui
-from app_pages._ui import caches
+from app_pages._ui import caches, chart
+from tests.conftest import charts
 from viz_core.plots import positions as position_plots
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -33,15 +34,30 @@ def _plot_both():
 def test_a_shared_figure_is_sent_exactly_as_the_figure_itself():
     at = AppTest.from_function(_plot_both, default_timeout=30).run()
     assert not at.exception
+    plain, shared = (el.proto.bytes for el in charts(at))
+    assert [el.type for el in charts(at)] == ["bidi_component"] * 2
+    assert json.loads(plain)["data"][0]["x"] == ["a", "<b>b</b>"]
+    assert json.loads(plain)["config"] == chart.CONFIG  # the PNG button's settings travel with the figure
+    assert shared == plain
+
+
+def test_without_the_chart_element_a_shared_figure_goes_to_plotly_chart_as_itself(monkeypatch):
+    monkeypatch.setattr(chart, "available", lambda: False)  # (AppTest runs the script in this process)
+    at = AppTest.from_function(_plot_both, default_timeout=30).run()
+    assert not at.exception
     plain, shared = (el.proto.spec for el in at.get("plotly_chart"))
     assert json.loads(plain)["data"][0]["x"] == ["a", "<b>b</b>"]
     assert shared == plain
 
 
-def test_share_makes_the_dict_once_and_plot_hands_it_over_without_a_copy():
+def test_share_serialises_once_and_plot_hands_it_over_without_a_copy(monkeypatch):
+    fig = ui.share(_figure())
+    payload = getattr(fig, ui._JSON)
+    assert json.loads(payload) == json.loads(chart.to_bytes(_figure().to_dict()))
+    monkeypatch.setattr(chart, "available", lambda: False)
     fig = ui.share(_figure())
     spec = getattr(fig, ui._SPEC)
-    assert spec == _figure().to_dict()
+    assert spec == _figure().to_dict() and not hasattr(fig, ui._JSON)
     assert ui._Serialised(spec).to_dict() is spec
     import plotly.tools
     assert plotly.tools.return_figure_from_figure_or_data(ui._Serialised(spec), validate_figure=True) is spec
@@ -56,8 +72,8 @@ def test_shared_figures_come_back_serialised_and_counted_twice(monkeypatch):
     first = figures.encoding_heatmap(np.array(values), [0, 1], [0, 1], **kw)
     again = figures.encoding_heatmap(np.array(values), [0, 1], [0, 1], **kw)
     assert again is first
-    assert getattr(first, ui._SPEC) == first.to_dict()
-    assert cache.used == 2 * len(first.to_json())
+    assert json.loads(getattr(first, ui._JSON))["data"] == json.loads(first.to_json())["data"]
+    assert cache.used == 2 * len(getattr(first, ui._JSON))
 
 
 def test_magic_is_off_and_no_page_has_a_line_it_would_have_written():

@@ -24,7 +24,7 @@ from viz_core.learning.glossary import term as glossary_term  # (app_pages._ui.g
 from viz_core.errors import InputError, report_unexpected
 from viz_core.plots.common import PLOTLY_CONFIG, PlayLabels
 
-from . import state
+from . import chart, state
 from .caches import ByteBoundedCache, arg_key
 
 LANG_KEY = state.LANG
@@ -357,21 +357,33 @@ def play_labels() -> PlayLabels:
 
 
 def plot(fig, key: str | None = None, **kw):
-    """st.plotly_chart with the house settings (theme-aware colours, PNG export button, full width). A shared
-    figure (share()) goes as the dict it was turned into once, not copied and converted again on every run."""
+    """A figure with the house settings (theme-aware colours, PNG export button, full width), drawn by the house
+    chart element (chart.py: plotly.js in the page, one layout per chart). Charts that report clicks (on_select) go
+    through st.plotly_chart, as every chart does where the element is not available. A shared figure (share()) goes
+    as the JSON / dict it was turned into once, not copied and converted again on every run."""
+    if not kw and chart.available():
+        payload = getattr(fig, _JSON, None)
+        return chart.draw(chart.to_bytes(fig.to_dict()) if payload is None else payload, key=key)
     spec = getattr(fig, _SPEC, None)
     return st.plotly_chart(fig if spec is None else _Serialised(spec), key=key, config=PLOTLY_CONFIG,
                            theme="streamlit", width="stretch", **kw)
 
 
-_SPEC = "_viz_spec"  # the attribute a shared figure carries: its to_dict(), made once (share)
+_JSON = "_viz_json"  # the attribute a shared figure carries: the chart element's JSON, made once (share)
+_SPEC = "_viz_spec"  # ... or, where there is no chart element, its to_dict() for st.plotly_chart, made once
 
 
 def share(fig):
-    """Mark a figure as shared read-only (cached for every session: nobody modifies it after this) and turn it into
-    plotly's dict once. st.plotly_chart otherwise calls fig.to_dict() on every run: a deep copy of every trace and
-    frame and a conversion of every array (Optimizers' race figure: 0.1-0.2 s of each page switch, issue #25)."""
-    object.__setattr__(fig, _SPEC, fig.to_dict())  # (a figure's own __setattr__ accepts plotly properties only)
+    """Mark a figure as shared read-only (cached for every session: nobody modifies it after this) and serialise it
+    once: the chart element's JSON (or plotly's dict where every chart goes through st.plotly_chart). Otherwise each
+    run would call fig.to_dict(): a deep copy of every trace and frame and a conversion of every array (Optimizers'
+    race figure: 0.1-0.2 s of each page switch, issue #25). A shared figure drawn with on_select (st.plotly_chart)
+    is converted on each run, as a figure not shared is."""
+    # (a figure's own __setattr__ accepts plotly properties only)
+    if chart.available():
+        object.__setattr__(fig, _JSON, chart.to_bytes(fig.to_dict()))
+    else:
+        object.__setattr__(fig, _SPEC, fig.to_dict())
     return fig
 
 
@@ -498,9 +510,10 @@ def _figure_cache() -> ByteBoundedCache:
 
 
 def _figure_bytes(fig) -> int:
-    """A shared figure's size, counted twice as its JSON (plotly writes it with orjson: milliseconds, once per figure
-    cached): the figure itself and the dict share() keeps beside it for st.plotly_chart."""
-    return 2 * len(pio.to_json(getattr(fig, _SPEC), validate=False))
+    """A shared figure's size, counted as twice its JSON: the figure itself and the form share() keeps beside it
+    (the chart element's JSON; or the dict for st.plotly_chart, measured by its JSON: orjson, milliseconds, once)."""
+    payload = getattr(fig, _JSON, None)
+    return 2 * len(pio.to_json(getattr(fig, _SPEC), validate=False) if payload is None else payload)
 
 
 class SharedFigures:
@@ -510,7 +523,7 @@ class SharedFigures:
     Building a plotly figure (every property validated) is most of a page's script time, and a page switch or a
     rerun asks for the same figures again. The figures of all pages share one least-recently-used cache bounded by
     FIGURE_CACHE_BYTES (a visitor who types 100 sentences cannot make it grow past that). The figures are shared
-    read-only; callers must not modify them (plot() sends the dict share() made when it was cached). Arguments
+    read-only; callers must not modify them (plot() sends what share() made when it was cached). Arguments
     that cannot be keyed (caches.arg_key) are built uncached.
     """
 

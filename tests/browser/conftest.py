@@ -22,6 +22,9 @@ CHROMIUM = os.environ.get("CHROMIUM_PATH", "/usr/bin/chromium")
 CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
                  "--disable-sync", "--disable-quic", "--no-first-run", "--disable-dev-shm-usage"]
 DONE = "[data-testid='stApp'][data-test-script-state='notRunning']"
+# A chart of the page, drawn or not yet: the house chart element's box (app_pages/_ui/chart.py) or st.plotly_chart's
+# (the charts that report clicks). Once drawn, both hold plotly's ".js-plotly-plot".
+CHART = "[data-testid='stPlotlyChart'], .ae-chart"
 SERVER_LOG = ROOT / "artifacts" / "streamlit-server.log"
 SERVER: dict = {}  # "pid" of the Streamlit server of this test session (for tests that watch its CPU use)
 

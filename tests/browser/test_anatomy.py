@@ -5,12 +5,11 @@ from __future__ import annotations
 
 import pytest
 
-from tests.browser.conftest import assert_no_exception, screenshot, wait_done
+from tests.browser.conftest import CHART, assert_no_exception, screenshot, wait_done
 
 pytestmark = pytest.mark.browser
 
 SECTIONS = ("norms", "placement", "ffn", "dropout", "smoothing", "path")
-CHART = "[data-testid='stPlotlyChart']"
 
 
 def _settle(page, selector: str = CHART) -> None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.browser.conftest import assert_no_exception, open_tab, screenshot, switch_language, wait_done
+from tests.browser.conftest import CHART, assert_no_exception, open_tab, screenshot, switch_language, wait_done
 
 pytestmark = pytest.mark.browser
 
@@ -26,7 +26,7 @@ def test_every_tab_draws(open_page, lang, width):
             open_tab(page, label)
         page.wait_for_timeout(500)
         assert_no_exception(page)
-        assert page.locator("[data-testid='stPlotlyChart']").count() >= 2
+        assert page.locator(CHART).count() >= 2
         screenshot(page, f"lm_{['induction', 'sequence', 'generate', 'cache'][i]}_{lang}_{width}")
 
 

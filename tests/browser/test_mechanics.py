@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.browser.conftest import assert_no_exception, screenshot, switch_language, wait_done
+from tests.browser.conftest import CHART, assert_no_exception, screenshot, switch_language, wait_done
 
 pytestmark = pytest.mark.browser
 
@@ -13,9 +13,9 @@ SECTIONS = ["steps", "masks", "variants", "cross", "additive"]
 
 def _plots(page) -> int:
     """Number of plotly charts once the first one has mounted (they appear a moment after the script ends)."""
-    page.wait_for_selector("[data-testid='stPlotlyChart']", timeout=30_000)
+    page.wait_for_selector(CHART, timeout=30_000)
     page.wait_for_timeout(500)
-    return page.locator("[data-testid='stPlotlyChart']").count()
+    return page.locator(CHART).count()
 
 
 @pytest.mark.parametrize("section", SECTIONS)
@@ -51,7 +51,7 @@ def test_worked_example_values_and_bad_cell(open_page):
     assert_no_exception(bad)
     main = bad.locator("[data-testid='stMain']").inner_text()
     assert "不是数字" in main and "展开“查看并修改 X、W_q、W_k、W_v”来修正这个单元格" in main
-    assert bad.locator("[data-testid='stPlotlyChart']").count() == 0  # nothing drawn from a bad matrix
+    assert bad.locator(CHART).count() == 0  # nothing drawn from a bad matrix
     bad.get_by_text("查看并修改 X、W_q、W_k、W_v", exact=True).click()
     bad.wait_for_function("() => document.querySelectorAll(\"[data-testid='stDataFrame']\").length === 4")
     wait_done(bad)

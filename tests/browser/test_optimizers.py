@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.browser.conftest import SHOTS, assert_no_exception, screenshot, wait_done
+from tests.browser.conftest import CHART, SHOTS, assert_no_exception, screenshot, wait_done
 from viz_core import i18n
 
 pytestmark = pytest.mark.browser
@@ -15,7 +15,7 @@ def _chart_shots(page, name: str, expected: int = 1) -> int:
 
     Waits (up to 60 s) for `expected` charts: on a busy machine they appear a little after the script run ends.
     """
-    charts = page.locator("[data-testid='stPlotlyChart']:visible")
+    charts = page.locator(CHART).filter(visible=True)
     for _ in range(120):
         if charts.count() >= expected:
             break

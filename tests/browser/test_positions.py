@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.browser.conftest import assert_no_exception, screenshot, wait_done
+from tests.browser.conftest import CHART, assert_no_exception, screenshot, wait_done
 
 pytestmark = pytest.mark.browser
 
@@ -13,8 +13,8 @@ PARTS = ("heatmap", "similarity", "relative", "example", "scale", "learned", "or
 
 def _plots(page) -> int:
     """Number of plotly figures, once the first one has mounted (plotly's code loads lazily)."""
-    page.wait_for_selector("[data-testid='stPlotlyChart']", timeout=60_000)
-    return page.locator("[data-testid='stPlotlyChart']").count()
+    page.wait_for_selector(CHART, timeout=60_000)
+    return page.locator(CHART).count()
 
 
 @pytest.mark.parametrize("part", PARTS)

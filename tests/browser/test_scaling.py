@@ -4,12 +4,11 @@ from __future__ import annotations
 
 import pytest
 
-from tests.browser.conftest import assert_no_exception, screenshot, wait_done
+from tests.browser.conftest import CHART, assert_no_exception, screenshot, wait_done
 
 pytestmark = pytest.mark.browser
 
 PARTS = ("dist", "softmax", "model", "train")
-CHART = "[data-testid='stPlotlyChart']"
 ERROR = "[data-testid='stAlert'] [data-testid='stAlertContentError']"
 
 

@@ -85,7 +85,7 @@ def test_many_long_sentences_keep_one_visitor_bounded(server):
         rng = random.Random(0)
         for _ in range(12):
             run = await s.set_widget(s.widget("attention.text", "text_area").id, string_value=sentence(rng))
-            assert run.status == "FINISHED_SUCCESSFULLY" and s.find("plotly_chart")
+            assert run.status == "FINISHED_SUCCESSFULLY" and s.charts()
         peak.halt.set()
         peak.join()
         await s.close()
@@ -119,7 +119,7 @@ def test_clients_that_never_read_are_cut_off_and_others_are_served(server):
         t0 = time.perf_counter()
         visitor = await first_page(url)  # a student who reads, meanwhile
         opened = time.perf_counter() - t0
-        assert visitor.find("plotly_chart") and not visitor.find("exception")
+        assert visitor.charts() and not visitor.find("exception")
         await visitor.close()
         for s in slow:
             await s.close()

@@ -195,7 +195,10 @@ def test_qkv_equals_transformers(models, text):
         for field in ("q", "k", "v", "weights"):
             x, y = getattr(a, field), getattr(b, field)
             assert x.dtype == np.float32 and x.shape == y.shape, field
-            np.testing.assert_allclose(x, y, atol=1e-5, rtol=0, err_msg=field)
+            # q, k, v of layer 5 grow to |x| ~ 3 after five layers summed in another order (OpenBLAS vs torch's
+            # kernels): a 1e-5 relative part on top (one of 196,608 values at 512 tokens was 1.03e-5 off on one CPU)
+            rtol = 0 if field == "weights" else 1e-5
+            np.testing.assert_allclose(x, y, atol=1e-5, rtol=rtol, err_msg=field)
 
 
 def test_qkv_refuses_a_layer_it_does_not_have(models):

@@ -1,0 +1,206 @@
+"""The house chart element: a plotly figure drawn by plotly.js in the page itself, once (issue #25).
+
+st.plotly_chart mounts a React chart that lays the figure out twice (once before and once after it knows its width) and
+loads Streamlit's own plotly bundle on the first chart of every tab. Measured in Chromium on the figures of our pages
+(docs/benchmarks.md): Optimizers' three charts 0.97 -> 0.70 s, Language model's 0.89 -> 0.48 s with this element.
+
+How it works:
+- plotly.min.js of the pinned plotly package is copied once into the app's static folder (`static/`, served by
+  Streamlit's static serving, gzipped, cached by the browser) and loaded once per browser tab;
+- each chart is a `st.components.v2` element without an iframe or shadow root: its data is the figure's JSON as bytes
+  (no second encoding), parsed once in the browser and drawn with one `Plotly.newPlot`;
+- Streamlit's plotly theme is applied as st.plotly_chart applies it: the figure carries plotly's "streamlit" template
+  (set by Streamlit at import) whose colours are placeholders (#000001...); the element replaces them with the
+  theme's colours (read from the CSS variables Streamlit gives every component) and sets the same layout defaults.
+  A theme switch calls the element again, which redraws it in the new colours;
+- the width follows the column (a ResizeObserver), the modebar has the PNG button of PLOTLY_CONFIG.
+
+Charts that report clicks (on_select) stay st.plotly_chart. Where the static folder cannot be written (a read-only
+checkout) every chart stays st.plotly_chart: `available()` says which.
+"""
+from __future__ import annotations
+
+import os
+import shutil
+from functools import lru_cache
+from pathlib import Path
+
+import plotly
+import plotly.io as pio
+import streamlit as st
+
+from viz_core.plots.common import PLOTLY_CONFIG
+
+NAME = "attention_explorer_chart"  # the component's name (AppTest: UnknownElement "bidi_component" with this name)
+STATIC_DIR = Path(__file__).resolve().parents[2] / "static"  # Streamlit serves <app root>/static at ./app/static/
+PLOTLY_JS = "plotly.min.js"
+_OFF = "ATTN_PLOTLY_ELEMENT"  # "0": every chart through st.plotly_chart (benchmarks compare both)
+
+# The browser side. Kept small: Streamlit sends it inline with every chart element.
+JS = r"""
+const SRC = "app/static/plotly.min.js";
+function plotly() {
+  if (!window.__aePlotly) {
+    window.__aePlotly = new Promise((ok, fail) => {
+      const s = document.createElement("script");
+      s.src = new URL(SRC, document.baseURI).href;
+      s.onload = () => ok(window.Plotly);
+      s.onerror = () => { window.__aePlotly = null; fail(new Error("plotly.js could not be loaded")); };
+      document.head.appendChild(s);
+    });
+  }
+  return window.__aePlotly;
+}
+const HEX = /^#([0-9a-f]{6})$/i;
+function rgb(c) { const m = HEX.exec(c.trim()); const n = m ? parseInt(m[1], 16) : 0xffffff;
+  return [(n >> 16) & 255, (n >> 8) & 255, n & 255]; }
+function isLight(c) { const [r, g, b] = rgb(c); return 0.299 * r + 0.587 * g + 0.114 * b > 127; }
+function alpha(c, a) { const [r, g, b] = rgb(c); return `rgba(${r},${g},${b},${a})`; }
+function theme(el) {
+  const css = getComputedStyle(el), v = (n, d) => (css.getPropertyValue("--st-" + n) || d).trim();
+  const bg = v("background-color", "#ffffff"), text = v("text-color", "#31333f"), light = isLight(bg);
+  const list = (n) => v(n, "").split(",").map((s) => s.trim()).filter(Boolean);
+  return { bg, text, light, font: v("font", "sans-serif"), headingFont: v("heading-font", v("font", "sans-serif")),
+    heading: v("heading-color", text), border: v("border-color", alpha(text, 0.2)),
+    secondary: v("secondary-background-color", bg), cat: list("chart-categorical-colors"),
+    seq: list("chart-sequential-colors"), div: list("chart-diverging-colors"),
+    grid: light ? "#e6eaf1" : "#31333F", tick: light ? "#808495" : "#e6eaf1", legend: light ? "#262730" : "#fafafa" };
+}
+function colours(json, t) {
+  // Streamlit's plotly template writes placeholders #000001...#000040 (streamlit/elements/lib/streamlit_plotly_theme.py)
+  const put = (from, list) => list.forEach((c, i) => {
+    json = json.split("#" + String(from + i).padStart(6, "0")).join(c); });
+  put(1, t.cat); put(11, t.seq); put(21, t.div);
+  put(32, [t.light ? "#29b09d" : "#7defa1", t.light ? "#ff2b2b" : "#ffabab", t.light ? "#0068c9" : "#83c9ff",
+           t.grid, t.tick, t.legend, t.bg, alpha(t.text, 0.1), t.secondary]);
+  return json;
+}
+function merge(into, from) {
+  for (const [k, v] of Object.entries(from)) {
+    if (v && typeof v === "object" && !Array.isArray(v)) {
+      if (!into[k] || typeof into[k] !== "object") into[k] = {};
+      merge(into[k], v);
+    } else into[k] = v;
+  }
+  return into;
+}
+function defaults(t) {  // the layout defaults st.plotly_chart's theme sets (sizes in px)
+  const font = { color: t.tick, family: t.font, size: 12 };
+  const axis = { zerolinecolor: t.grid, gridcolor: t.grid, tickcolor: t.grid, minor: { gridcolor: t.grid },
+    tickfont: { color: t.tick, size: 12 }, automargin: true };
+  return { font, paper_bgcolor: t.bg, plot_bgcolor: t.bg,
+    title: { font: { family: t.headingFont, size: 16, color: t.heading }, pad: { l: 2 }, xanchor: "left", x: 0 },
+    legend: { title: { font: { size: 12, color: t.tick }, side: "top" }, valign: "top", bordercolor: "rgba(0,0,0,0)",
+      borderwidth: 0, font: { size: 12, color: t.legend } },
+    xaxis: merge({ showgrid: false, zeroline: false, title: { font: { color: t.tick, size: 14 }, standoff: 20 },
+      rangeselector: { bgcolor: t.bg, bordercolor: t.grid, borderwidth: 1, x: 0 } }, axis),
+    yaxis: merge({ ticklabelposition: "outside", title: { font: { color: t.tick, size: 14 }, standoff: 24 } }, axis),
+    margin: { pad: 8, r: 0, l: 0 },
+    hoverlabel: { bgcolor: t.bg, bordercolor: t.border, font: { color: t.tick, family: t.font, size: 12 } },
+    coloraxis: { colorbar: { thickness: 16, xpad: 24, ticklabelposition: "outside", outlinecolor: "rgba(0,0,0,0)",
+      outlinewidth: 8, len: 0.75, y: 0.5745, title: { font: { color: t.tick, size: 14 } },
+      tickfont: { color: t.tick, size: 12 } } } };
+}
+function figure(bytes, t) {
+  const fig = JSON.parse(colours(new TextDecoder().decode(bytes), t));
+  const layout = fig.layout = fig.layout || {};
+  const template = layout.template = layout.template || {};
+  template.layout = merge(template.layout || {}, defaults(t));
+  const title = layout.title;
+  if (title && (typeof title === "string" || typeof title.text === "string")) {
+    const o = typeof title === "string" ? { text: title } : title;
+    if (o.text) layout.title = Object.assign({}, o, { text: `<b>${o.text}</b>` });
+  }
+  return fig;
+}
+// One chart drawn per browser task, the ones on screen first: the first chart a person sees is painted before the
+// others are laid out, and a page of many charts never blocks the tab for all of them at once.
+const queue = window.__aeQueue || (window.__aeQueue = { jobs: [], busy: false });
+// A chart of the page being left stays in the page, marked stale, until the new page's script has run (then it is
+// removed, or kept if the rerun sent it again): it waits, up to a second, while the new page's charts go first.
+function rank(job) {
+  const el = job.el;
+  if (!el.isConnected) return -1;  // removed: dropped at once
+  if (el.closest("[data-stale='true']")) return performance.now() - job.since > 1000 ? 2 : 3;
+  const r = el.getBoundingClientRect();
+  return r.bottom > 0 && r.top < window.innerHeight ? 0 : 1;
+}
+function pump() {
+  queue.jobs = queue.jobs.filter((j) => rank(j) >= 0);
+  if (!queue.jobs.length) { queue.busy = false; return; }
+  let best = 0;
+  const ranks = queue.jobs.map(rank);
+  ranks.forEach((r, i) => { if (r < ranks[best]) best = i; });
+  if (ranks[best] === 3) { setTimeout(pump, 50); return; }
+  const job = queue.jobs.splice(best, 1)[0];
+  Promise.resolve().then(job.run).catch(() => {}).then(afterPaint);
+}
+function afterPaint() {  // the next job once this chart is on screen (a hidden tab paints no frames: 100 ms at most)
+  let next = () => { next = () => {}; setTimeout(pump, 0); };
+  requestAnimationFrame(() => next());
+  setTimeout(() => next(), 100);
+}
+function schedule(job) { queue.jobs.push(job); if (!queue.busy) { queue.busy = true; setTimeout(pump, 0); } }
+export default function ({ data, parentElement }) {
+  const el = parentElement;
+  let gd = el.querySelector(".ae-chart");
+  if (!gd) { gd = document.createElement("div"); gd.className = "ae-chart"; el.appendChild(gd); }
+  const t = theme(el);
+  let width = 0, observer = null, gone = false;
+  const job = { el, since: performance.now(), run: () => plotly().then((Plotly) => {
+    if (gone || !data) return;
+    const fig = figure(data, t);
+    const draw = gd.classList.contains("js-plotly-plot") && !fig.frames ? Plotly.react : Plotly.newPlot;
+    return draw(gd, { data: fig.data || [], layout: fig.layout, frames: fig.frames || undefined,
+                      config: Object.assign({}, fig.config, { responsive: false }) }).then(() => {
+      width = el.clientWidth;
+      observer = new ResizeObserver(() => {
+        if (el.clientWidth && el.clientWidth !== width) { width = el.clientWidth; Plotly.Plots.resize(gd); }
+      });
+      observer.observe(el);
+    });
+  }).catch((e) => { gd.textContent = String(e && e.message || e); }) };
+  schedule(job);
+  return () => { gone = true; if (observer) observer.disconnect(); };
+}
+"""
+
+
+@lru_cache(maxsize=1)
+def available() -> bool:
+    """Whether charts go through the house element: plotly.min.js of the installed plotly is in the static folder
+    (copied there once, the first time; a same-size copy is kept), and the element is not switched off."""
+    if os.environ.get(_OFF, "1") == "0":
+        return False
+    source = Path(plotly.__file__).parent / "package_data" / PLOTLY_JS
+    target = STATIC_DIR / PLOTLY_JS
+    try:
+        if not target.is_file() or target.stat().st_size != source.stat().st_size:
+            STATIC_DIR.mkdir(exist_ok=True)
+            partial = target.with_suffix(f".{os.getpid()}.part")
+            shutil.copyfile(source, partial)
+            os.replace(partial, target)  # atomic: a browser never gets half a file
+        return True
+    except OSError:
+        return False
+
+
+@lru_cache(maxsize=1)
+def _element():
+    return st.components.v2.component(NAME, js=JS, isolate_styles=False)
+
+
+# The house config (the PNG button's settings) and the modebar st.plotly_chart shows: no "Share chart" (plotly.js
+# shows it by default, and it would send the figure to Chart Studio), no box or lasso selection (nothing reads it).
+CONFIG = {**PLOTLY_CONFIG, "showSendToCloud": False, "modeBarButtonsToRemove": ["select2d", "lasso2d"]}
+
+
+def to_bytes(spec: dict) -> bytes:
+    """The figure's JSON as st.plotly_chart writes it (plotly.io.to_json, orjson when installed), with the config
+    (CONFIG) beside data / layout / frames, as bytes: what the element is sent."""
+    return pio.to_json({**spec, "config": CONFIG}, validate=False).encode()
+
+
+def draw(payload: bytes, key: str | None = None) -> None:
+    """One chart element: `payload` is a figure's to_bytes(). Sent as raw bytes: no second JSON encoding."""
+    _element()(data=payload, key=key, width="stretch", height="content")

@@ -1,0 +1,80 @@
+"""The house chart element in Chromium (app_pages/_ui/chart.py): charts are drawn by plotly.js loaded once from the
+app's static folder, in the theme's colours (Streamlit's plotly template, its placeholders replaced), redrawn in the
+other theme's colours when the visitor's theme changes, as wide as their column when the window changes, with the
+PNG button; a chart that reports clicks stays st.plotly_chart."""
+from __future__ import annotations
+
+import pytest
+
+from tests.browser.conftest import CHART, assert_no_exception, charts_drawn, screenshot
+
+pytestmark = pytest.mark.browser
+
+_LOOK = """() => [...document.querySelectorAll("[data-testid='stMain'] .js-plotly-plot")].map(gd => ({
+  element: gd.classList.contains('ae-chart'), paper: gd._fullLayout.paper_bgcolor, font: gd._fullLayout.font.color,
+  colorway: gd._fullLayout.colorway, tick: gd._fullLayout.xaxis.tickfont.color, width: gd._fullLayout.width,
+  box: Math.round(gd.parentElement.getBoundingClientRect().width),
+  buttons: [...gd.querySelectorAll('.modebar-btn')].map(b => b.getAttribute('data-title'))}))"""
+_APP_BACKGROUND = "() => getComputedStyle(document.querySelector('[data-testid=\"stApp\"]')).backgroundColor"
+
+
+def _hex(rgb: str) -> str:
+    """'rgb(14, 17, 23)' -> '#0e1117' (plotly keeps the colours as given, Streamlit's CSS gives rgb())."""
+    if rgb.startswith("#"):
+        return rgb.lower()
+    r, g, b = (int(float(v)) for v in rgb[rgb.index("(") + 1:rgb.index(")")].split(",")[:3])
+    return f"#{r:02x}{g:02x}{b:02x}"
+
+
+def _settled_look(page, predicate, what: str) -> list[dict]:
+    """The charts' look once `predicate(look)` holds (a redraw follows the theme or the window within moments)."""
+    for _ in range(100):
+        look = page.evaluate(_LOOK)
+        if look and predicate(look):
+            return look
+        page.wait_for_timeout(100)
+    raise AssertionError(f"{what}: {look}")
+
+
+def _is_placeholder(colour: str) -> bool:
+    return colour.lower().startswith("#0000") and len(colour) == 7
+
+
+def test_charts_follow_the_theme_and_the_window(open_page):
+    page = open_page("/scaling?lang=en", width=1400, height=1400)
+    assert_no_exception(page)
+    assert charts_drawn(page, 3) == 3
+    light = page.evaluate(_LOOK)
+    assert all(c["element"] for c in light)
+    for c in light:  # the PNG button, and no "Share chart" (it would send the figure to Chart Studio)
+        assert "Download plot as a PNG" in c["buttons"] and not any("Share" in b for b in c["buttons"]), c["buttons"]
+    background = _hex(page.evaluate(_APP_BACKGROUND))
+    for c in light:
+        assert _hex(c["paper"]) == background
+        assert not any(map(_is_placeholder, [c["font"], c["tick"], *c["colorway"]])), c
+        assert abs(c["width"] - c["box"]) <= 1, c  # as wide as its column
+    screenshot(page, "chart-element-light")
+
+    page.emulate_media(color_scheme="dark")  # the visitor's system theme changes: Streamlit follows it
+    dark = _settled_look(page, lambda look: all(c["paper"] != light[0]["paper"] for c in look), "no redraw in dark")
+    background = _hex(page.evaluate(_APP_BACKGROUND))
+    for before, c in zip(light, dark):
+        assert _hex(c["paper"]) == background and c["font"] != before["font"]
+        assert not any(map(_is_placeholder, [c["font"], c["tick"], *c["colorway"]])), c
+    screenshot(page, "chart-element-dark")
+
+    page.set_viewport_size({"width": 900, "height": 1400})
+    narrow = _settled_look(page, lambda look: all(abs(c["width"] - c["box"]) <= 1 and c["width"] < b["width"]
+                                                  for b, c in zip(dark, look)), "width did not follow the window")
+    assert len(narrow) == 3
+    assert_no_exception(page)
+
+
+def test_a_chart_that_reports_clicks_stays_a_plotly_chart(open_page):
+    page = open_page("/optimizers?lang=en")
+    assert charts_drawn(page, 3) == 3
+    look = page.evaluate(_LOOK)
+    assert [c["element"] for c in look] == [False, True, True]  # the race figure (click: start point), loss, distance
+    assert page.locator(CHART).count() == 3
+    assert page.locator("[data-testid='stPlotlyChart']").count() == 1
+    assert_no_exception(page)
