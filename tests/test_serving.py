@@ -9,7 +9,7 @@ import gc
 import pytest
 
 from app_pages._ui import memory, serving
-from tests.conftest import assert_clean, run_async, run_page
+from tests.conftest import assert_clean, chart_spec, charts, run_async, run_page
 
 MB = 2**20
 
@@ -181,5 +181,9 @@ def test_new_sentences_leave_no_widget_metadata_behind(view):
         assert_clean(at)
         sizes.append(len(widget_metadata(at)))
     assert len(set(sizes)) == 1, sizes  # the selectable chart's id changes with its figure every time
-    selectable = {w.proto.id for w in at.get("plotly_chart") if w.proto.selection_mode}
+    selectable = {c.proto.id for c in charts(at) if chart_spec(c).get("select")}
+    assert bool(selectable) == (view != "head")  # the map of all heads and the statistics report clicks
     assert selectable <= set(widget_metadata(at))  # the chart drawn now keeps its callback
+    from streamlit.components.v2.bidi_component.main import _make_trigger_id
+    # ... and the widget its clicks go through (a trigger aggregator: without it a click reran the page and did nothing)
+    assert {_make_trigger_id(i, "events") for i in selectable} <= set(widget_metadata(at))

@@ -356,15 +356,19 @@ def play_labels() -> PlayLabels:
     return PlayLabels(play=t("common.play"), pause=t("common.pause"), prefix=t("common.step"))
 
 
-def plot(fig, key: str | None = None, **kw):
+def plot(fig, key: str | None = None, on_select=None, selection_mode: str = "points"):
     """A figure with the house settings (theme-aware colours, PNG export button, full width), drawn by the house
-    chart element (chart.py: plotly.js in the page, one layout per chart). Charts that report clicks (on_select) go
-    through st.plotly_chart, as every chart does where the element is not available. A shared figure (share()) goes
-    as the JSON / dict it was turned into once, not copied and converted again on every run."""
-    if not kw and chart.available():
-        payload = getattr(fig, _JSON, None)
-        return chart.draw(chart.to_bytes(fig.to_dict()) if payload is None else payload, key=key)
+    chart element (chart.py: plotly.js in the page, one layout per chart), or by st.plotly_chart where the element is
+    not available. `on_select` (a callback or "rerun"): a click on a point is reported as
+    `st.session_state[key].selection["points"]`. A shared figure (share()) goes as the JSON / dict it was turned into
+    once, not copied and converted again on every run."""
+    if chart.available():
+        payload = getattr(fig, _JSON, None) if on_select is None else None
+        if payload is None:
+            payload = chart.to_bytes(fig.to_dict(), select=on_select is not None)
+        return chart.draw(payload, key=key, on_select=on_select)
     spec = getattr(fig, _SPEC, None)
+    kw = {} if on_select is None else {"on_select": on_select, "selection_mode": selection_mode}
     return st.plotly_chart(fig if spec is None else _Serialised(spec), key=key, config=PLOTLY_CONFIG,
                            theme="streamlit", width="stretch", **kw)
 

@@ -13,10 +13,13 @@ How it works:
   (set by Streamlit at import) whose colours are placeholders (#000001...); the element replaces them with the
   theme's colours (read from the CSS variables Streamlit gives every component) and sets the same layout defaults.
   A theme switch calls the element again, which redraws it in the new colours;
-- the width follows the column (a ResizeObserver), the modebar has the PNG button of PLOTLY_CONFIG.
+- the width follows the column (a ResizeObserver), the modebar has the PNG button of PLOTLY_CONFIG;
+- a chart drawn with `on_select` reports a click on a point as st.plotly_chart's selection does
+  (`st.session_state[key].selection["points"]`, each with curve_number, point_index, x, y), as a trigger: every click
+  reruns the page once, the same point clicked twice included.
 
-Charts that report clicks (on_select) stay st.plotly_chart. Where the static folder cannot be written (a read-only
-checkout) every chart stays st.plotly_chart: `available()` says which.
+Where the static folder cannot be written (a read-only checkout) every chart is drawn by st.plotly_chart: `available()`
+says which.
 """
 from __future__ import annotations
 
@@ -141,7 +144,13 @@ function afterPaint() {  // the next job once this chart is on screen (a hidden 
   setTimeout(() => next(), 100);
 }
 function schedule(job) { queue.jobs.push(job); if (!queue.busy) { queue.busy = true; setTimeout(pump, 0); } }
-export default function ({ data, parentElement }) {
+function point(p) {  // a clicked point as st.plotly_chart reports it (the fields the pages read)
+  const out = { curve_number: p.curveNumber, point_number: p.pointNumber, point_index: p.pointIndex, x: p.x, y: p.y };
+  if (p.z !== undefined) out.z = p.z;
+  if (p.customdata !== undefined) out.customdata = p.customdata;
+  return out;
+}
+export default function ({ data, parentElement, setTriggerValue }) {
   const el = parentElement;
   let gd = el.querySelector(".ae-chart");
   if (!gd) { gd = document.createElement("div"); gd.className = "ae-chart"; el.appendChild(gd); }
@@ -153,6 +162,10 @@ export default function ({ data, parentElement }) {
     const draw = gd.classList.contains("js-plotly-plot") && !fig.frames ? Plotly.react : Plotly.newPlot;
     return draw(gd, { data: fig.data || [], layout: fig.layout, frames: fig.frames || undefined,
                       config: Object.assign({}, fig.config, { responsive: false }) }).then(() => {
+      if (fig.select) {  // (Plotly.newPlot drops a chart's listeners, Plotly.react keeps them: one, set anew)
+        gd.removeAllListeners("plotly_click");
+        gd.on("plotly_click", (ev) => setTriggerValue("selection", { points: (ev.points || []).map(point) }));
+      }
       width = el.clientWidth;
       observer = new ResizeObserver(() => {
         if (el.clientWidth && el.clientWidth !== width) { width = el.clientWidth; Plotly.Plots.resize(gd); }
@@ -195,12 +208,18 @@ def _element():
 CONFIG = {**PLOTLY_CONFIG, "showSendToCloud": False, "modeBarButtonsToRemove": ["select2d", "lasso2d"]}
 
 
-def to_bytes(spec: dict) -> bytes:
+def to_bytes(spec: dict, select: bool = False) -> bytes:
     """The figure's JSON as st.plotly_chart writes it (plotly.io.to_json, orjson when installed), with the config
-    (CONFIG) beside data / layout / frames, as bytes: what the element is sent."""
-    return pio.to_json({**spec, "config": CONFIG}, validate=False).encode()
+    (CONFIG) beside data / layout / frames, and whether clicks are reported, as bytes: what the element is sent."""
+    return pio.to_json({**spec, "config": CONFIG, **({"select": True} if select else {})}, validate=False).encode()
 
 
-def draw(payload: bytes, key: str | None = None) -> None:
-    """One chart element: `payload` is a figure's to_bytes(). Sent as raw bytes: no second JSON encoding."""
-    _element()(data=payload, key=key, width="stretch", height="content")
+def _rerun() -> None:
+    """on_select="rerun": the click's own rerun is all there is to do (the page reads the selection)."""
+
+
+def draw(payload: bytes, key: str | None = None, on_select=None) -> None:
+    """One chart element: `payload` is a figure's to_bytes() (with select=True where on_select is given: a callable,
+    or "rerun"). Sent as raw bytes: no second JSON encoding."""
+    callbacks = {} if on_select is None else {"on_selection_change": _rerun if on_select == "rerun" else on_select}
+    _element()(data=payload, key=key, width="stretch", height="content", **callbacks)

@@ -19,6 +19,7 @@ store is the truth and the address follows it.
 from __future__ import annotations
 
 import logging
+import re
 from collections.abc import Callable
 from typing import Any
 
@@ -204,6 +205,16 @@ _log = logging.getLogger(__name__)
 
 
 DRAWN = "_ui.drawn"  # the widget ids of this session's last completed run
+# A st.components.v2 element (the house chart element) registers a second widget beside its own id, the aggregator of
+# its trigger events: "$$STREAMLIT_INTERNAL_KEY_" + id + "__events". It is not among the run's widget ids; it lives as
+# long as its element does (its metadata holds the callbacks a click calls).
+_TRIGGERS = re.compile(r"^\$\$STREAMLIT_INTERNAL_KEY_(?P<id>.+)__events$")
+
+
+def _component_of(widget_id: str) -> str | None:
+    """The element id whose trigger aggregator `widget_id` is, or None."""
+    m = _TRIGGERS.match(widget_id)
+    return m and m.group("id")
 
 
 def forget_stale_widgets(completed: bool) -> int:
@@ -232,7 +243,7 @@ def forget_stale_widgets(completed: bool) -> int:
         keep = set(drawn) if completed else set(drawn) | inner._old_state.get(DRAWN, frozenset())
         if completed:
             inner._old_state[DRAWN] = frozenset(drawn)
-        stale = [wid for wid in metadata if wid not in keep]
+        stale = [wid for wid in metadata if wid not in keep and _component_of(wid) not in keep]
         for wid in stale:
             del metadata[wid]
         for wid, key in list(id_to_key.items()):  # old ids of keys that now name another widget id

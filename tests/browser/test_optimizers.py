@@ -34,7 +34,7 @@ def _number(page, label: str) -> float:
 def test_animation_frames(open_page):
     page = open_page("/optimizers?lang=en&surface=line_fit&x0=0.0&y0=0.0&lr=0.01")
     assert_no_exception(page)
-    chart = page.locator("[data-testid='stPlotlyChart']").first
+    chart = page.locator(CHART).first
     chart.locator(".slider-container").wait_for(timeout=60_000)       # the race figure has its step slider
     assert chart.locator(".updatemenu-button").count() == 2           # play and pause
     screenshot(page, "optimizers-anim-end")
@@ -50,7 +50,7 @@ def test_animation_frames(open_page):
 def test_click_sets_start(open_page):
     page = open_page("/optimizers?lang=en&surface=bowl&x0=-4.5&y0=2.0")
     before = _number(page, "Start x")
-    drag = page.locator("[data-testid='stPlotlyChart']").first.locator(".nsewdrag").first
+    drag = page.locator(CHART).first.locator(".nsewdrag").first
     drag.wait_for(timeout=60_000)
     box = drag.bounding_box()
     drag.click(position={"x": box["width"] * 0.8, "y": box["height"] * 0.8})
@@ -62,7 +62,7 @@ def test_click_sets_start(open_page):
 
 
 def _click_contour(page, fx: float, fy: float) -> float:
-    drag = page.locator("[data-testid='stPlotlyChart']").first.locator(".nsewdrag").first
+    drag = page.locator(CHART).first.locator(".nsewdrag").first
     drag.wait_for(timeout=60_000)
     box = drag.bounding_box()
     x, y = box["x"] + box["width"] * fx, box["y"] + box["height"] * fy
@@ -81,13 +81,13 @@ def _click_contour(page, fx: float, fy: float) -> float:
 def test_click_sets_start_after_play_and_after_scrubbing(open_page):
     """Play and the step slider animate the figure; a click on the contour must still set the start."""
     page = open_page("/optimizers?lang=en&surface=bowl&x0=-4.5&y0=2.0")
-    chart = page.locator("[data-testid='stPlotlyChart']").first
+    chart = page.locator(CHART).first
     chart.locator(".slider-container").wait_for(timeout=60_000)
     chart.locator(".updatemenu-button").first.click()                  # Play
     page.wait_for_timeout(4500)
     after_play = _click_contour(page, 0.8, 0.8)
     assert after_play > 0, after_play
-    chart = page.locator("[data-testid='stPlotlyChart']").first
+    chart = page.locator(CHART).first
     chart.locator(".slider-container").wait_for(timeout=60_000)
     rail = chart.locator(".slider-rail-rect").first.bounding_box()     # scrub the step slider to a third
     page.mouse.click(rail["x"] + rail["width"] / 3, rail["y"] + rail["height"] / 2)
