@@ -73,3 +73,10 @@ def test_the_browser_side_replaces_every_placeholder_of_streamlits_template():
     assert used and used <= mapped, sorted(used - mapped)
     for first in ("put(1,", "put(11,", "put(21,", "put(32,"):
         assert first in chart.JS
+
+
+def test_a_selectable_payload_is_the_same_figure_with_clicks_reported():
+    fig = go.Figure(go.Scatter(x=[1, 2], y=[3, 4], text=["}", '"}']))  # braces and quotes inside the figure
+    payload = chart.to_bytes(fig.to_dict())
+    assert json.loads(chart.selectable(payload)) == {**json.loads(payload), "select": True}
+    assert "select" not in json.loads(payload)

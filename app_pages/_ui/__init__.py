@@ -363,10 +363,8 @@ def plot(fig, key: str | None = None, on_select=None, selection_mode: str = "poi
     `st.session_state[key].selection["points"]`. A shared figure (share()) goes as the JSON / dict it was turned into
     once, not copied and converted again on every run."""
     if chart.available():
-        payload = getattr(fig, _JSON, None) if on_select is None else None
-        if payload is None:
-            payload = chart.to_bytes(fig.to_dict(), select=on_select is not None)
-        return chart.draw(payload, key=key, on_select=on_select)
+        payload = getattr(fig, _JSON, None) or chart.to_bytes(fig.to_dict())
+        return chart.draw(payload if on_select is None else chart.selectable(payload), key=key, on_select=on_select)
     spec = getattr(fig, _SPEC, None)
     kw = {} if on_select is None else {"on_select": on_select, "selection_mode": selection_mode}
     return st.plotly_chart(fig if spec is None else _Serialised(spec), key=key, config=PLOTLY_CONFIG,
@@ -381,8 +379,7 @@ def share(fig):
     """Mark a figure as shared read-only (cached for every session: nobody modifies it after this) and serialise it
     once: the chart element's JSON (or plotly's dict where every chart goes through st.plotly_chart). Otherwise each
     run would call fig.to_dict(): a deep copy of every trace and frame and a conversion of every array (Optimizers'
-    race figure: 0.1-0.2 s of each page switch, issue #25). A shared figure drawn with on_select (st.plotly_chart)
-    is converted on each run, as a figure not shared is."""
+    race figure: 0.1-0.2 s of each page switch, issue #25)."""
     # (a figure's own __setattr__ accepts plotly properties only)
     if chart.available():
         object.__setattr__(fig, _JSON, chart.to_bytes(fig.to_dict()))

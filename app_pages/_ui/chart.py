@@ -208,10 +208,17 @@ def _element():
 CONFIG = {**PLOTLY_CONFIG, "showSendToCloud": False, "modeBarButtonsToRemove": ["select2d", "lasso2d"]}
 
 
-def to_bytes(spec: dict, select: bool = False) -> bytes:
+def to_bytes(spec: dict) -> bytes:
     """The figure's JSON as st.plotly_chart writes it (plotly.io.to_json, orjson when installed), with the config
-    (CONFIG) beside data / layout / frames, and whether clicks are reported, as bytes: what the element is sent."""
-    return pio.to_json({**spec, "config": CONFIG, **({"select": True} if select else {})}, validate=False).encode()
+    (CONFIG) beside data / layout / frames, as bytes: what the element is sent."""
+    return pio.to_json({**spec, "config": CONFIG}, validate=False).encode()
+
+
+def selectable(payload: bytes) -> bytes:
+    """A to_bytes() payload whose clicks are reported: the same JSON object with "select": true as its last member.
+    A shared figure's payload (share) thus serves a chart with on_select too, without converting the figure again
+    on every run (Optimizers' race figure: 0.1-0.2 s)."""
+    return payload[:-1] + b',"select":true}'  # (to_bytes writes one JSON object, so the payload ends with "}")
 
 
 def _rerun() -> None:
@@ -219,7 +226,7 @@ def _rerun() -> None:
 
 
 def draw(payload: bytes, key: str | None = None, on_select=None) -> None:
-    """One chart element: `payload` is a figure's to_bytes() (with select=True where on_select is given: a callable,
-    or "rerun"). Sent as raw bytes: no second JSON encoding."""
+    """One chart element: `payload` is a figure's to_bytes() (made selectable() where on_select is given: a
+    callable, or "rerun"). Sent as raw bytes: no second JSON encoding."""
     callbacks = {} if on_select is None else {"on_selection_change": _rerun if on_select == "rerun" else on_select}
     _element()(data=payload, key=key, width="stretch", height="content", **callbacks)
