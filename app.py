@@ -29,9 +29,11 @@ import streamlit as st
 from streamlit.runtime.scriptrunner import StopException
 
 from app_pages import _ui as ui
-from app_pages._ui import memory, serving, state, warmup
+from app_pages._ui import chart, memory, serving, state, warmup
 from app_pages._ui.nav import DEFAULT_PAGE, PAGES, reask_lost_page
 from viz_core.i18n import LANGUAGE_NAMES, LANGUAGES, normalise_lang
+
+PRELOADED = "_plotly_preloaded"  # session state: this session's browser was told to load plotly.js
 
 
 def main() -> None:
@@ -40,6 +42,10 @@ def main() -> None:
     st.set_page_config(page_title="Attention Explorer", page_icon=":material/visibility:", layout="wide")
     ui.page_style()  # readable on phones and in both themes (captions' contrast, formulas that scroll)
 
+    if not st.session_state.get(PRELOADED):  # a session's first run: plotly.js on its way before anything else
+        st.session_state[PRELOADED] = True
+        with st.sidebar:
+            chart.preload()
     nav_box = st.sidebar.container(key="nav")  # page links on top, filled once the language is known
     st.session_state[state.REOPENED] = reask_lost_page() is not None  # (see nav.py)
     if state.address_is_truth():  # Back / Forward (or a lost first run): the address says which language was shown

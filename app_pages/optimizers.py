@@ -176,23 +176,14 @@ def results_table(rows: list[opt.RaceRow], tuned: bool) -> pd.DataFrame:
 
 
 def downloads(result: opt.RaceResult) -> None:
-    arrays = {}
-    for tr in result.trajectories:
-        arrays.update({f"{tr.name}_path": tr.path, f"{tr.name}_loss": tr.loss, f"{tr.name}_grad": tr.grads,
-                       f"{tr.name}_step": tr.deltas, f"{tr.name}_eff_lr": tr.eff_lr,
-                       **{f"{tr.name}_{k}": v for k, v in tr.state.items()}})
-    arrays["lr_multiplier"] = result.lr_schedule
-    n = max(len(tr.loss) for tr in result.trajectories)
-    table = export.columns_csv({"step": np.arange(n), **{
-        f"{tr.name}_{c}": np.pad(v, (0, n - len(v)), constant_values=np.nan)
-        for tr in result.trajectories for c, v in (("x", tr.path[:, 0]), ("y", tr.path[:, 1]), ("loss", tr.loss))}})
+    """The race's files, written when their button is clicked (not on every run: 16 ms of a switch's 60, issue #25)."""
     c1, c2 = st.columns(2)
     with c1:
-        ui.download(ui.t("optimizers.download_npz"), export.npz_bytes(**arrays), "optimizer_race.npz",
-                    "application/octet-stream", key="optimizers.dl_npz")
+        ui.download(ui.t("optimizers.download_npz"), lambda: export.npz_bytes(**cached.race_arrays(result)),
+                    "optimizer_race.npz", "application/octet-stream", key="optimizers.dl_npz")
     with c2:
-        ui.download(ui.t("optimizers.download_csv"), table, "optimizer_race.csv", "text/csv",
-                    key="optimizers.dl_csv")
+        ui.download(ui.t("optimizers.download_csv"), lambda: cached.race_csv(result), "optimizer_race.csv",
+                    "text/csv", key="optimizers.dl_csv")
 
 
 def race_tab(cfg: opt.RaceConfig, result: opt.RaceResult, surface, labels) -> None:

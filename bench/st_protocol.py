@@ -79,8 +79,10 @@ class Element:
         return json.loads(self.proto.spec if self.type == "plotly_chart" else self.proto.bytes)
 
 
-# the elements that draw a chart: st.plotly_chart and the app's own chart element (app_pages/_ui/chart.py)
+# the elements that draw a chart: st.plotly_chart and the app's own chart element (app_pages/_ui/chart.py, by name:
+# its plotly.js preloader is a bidi_component too)
 CHART_TYPES = ("plotly_chart", "bidi_component")
+CHART_COMPONENT = "attention_explorer_chart"
 
 
 @dataclass
@@ -237,7 +239,8 @@ class Session:
 
     def charts(self) -> list[Element]:
         """The charts of the last full run, whichever element draws them (CHART_TYPES)."""
-        return [el for el in self.elements.values() if el.type in CHART_TYPES]
+        return [el for el in self.elements.values() if el.type == "plotly_chart"
+                or (el.type == "bidi_component" and el.proto.component_name == CHART_COMPONENT)]
 
     def text(self) -> str:
         """Markdown, headings, alerts and captions of the last full run, joined (to check what the page says)."""

@@ -80,3 +80,92 @@ def test_a_selectable_payload_is_the_same_figure_with_clicks_reported():
     payload = chart.to_bytes(fig.to_dict())
     assert json.loads(chart.selectable(payload)) == {**json.loads(payload), "select": True}
     assert "select" not in json.loads(payload)
+
+
+# ---------------------------------------------------------------- plotly.js sent gzipped once (PlotlyAsset)
+def test_the_gzipped_copy_is_written_once_and_reads_back_as_plotly_js(static):
+    import gzip
+    target = chart.compress()
+    assert target == static / chart.GZ_NAME and plotly.__version__ in target.name
+    assert gzip.decompress(target.read_bytes()) == SOURCE.read_bytes()
+    assert sorted(p.name for p in static.iterdir()) == sorted([chart.PLOTLY_JS, chart.GZ_NAME])  # no partial file
+    os.utime(target, (0, 0))
+    assert chart.compress() == target and target.stat().st_mtime == 0  # written once per plotly version
+
+
+def test_no_gzipped_copy_where_the_folder_cannot_be_written(static):
+    static.write_text("a file where the folder should be")
+    assert chart.compress() is None
+
+
+def _asgi(path: str, headers=(), method: str = "GET"):
+    """Run PlotlyAsset on one request: (the response's status, headers, body, whether the app behind was called)."""
+    import asyncio
+    sent, behind = [], []
+
+    async def app(scope, receive, send):
+        behind.append(scope["path"])
+        await send({"type": "http.response.start", "status": 200, "headers": [(b"x-from", b"app")]})
+        await send({"type": "http.response.body", "body": b"served by the app"})
+
+    async def send(message):
+        sent.append(message)
+
+    async def receive():
+        return {"type": "http.request", "body": b"", "more_body": False}
+
+    scope = {"type": "http", "method": method, "path": path, "query_string": b"v=" + plotly.__version__.encode(),
+             "headers": list(headers)}
+    asyncio.run(chart.PlotlyAsset(app)(scope, receive, send))
+    start, body = sent[0], b"".join(m.get("body", b"") for m in sent[1:])
+    return start["status"], dict(start["headers"]), body, bool(behind)
+
+
+GZIP = [(b"accept-encoding", b"gzip, deflate, br")]
+
+
+def test_plotly_js_goes_out_gzipped_and_cached_for_a_year(static):
+    import gzip
+    chart.compress()
+    status, headers, body, behind = _asgi("/app/static/plotly.min.js", GZIP)
+    assert status == 200 and not behind
+    assert headers[b"content-encoding"] == b"gzip" and headers[b"content-type"] == b"application/javascript"
+    assert b"immutable" in headers[b"cache-control"] and headers[b"vary"] == b"Accept-Encoding"
+    assert int(headers[b"content-length"]) == len(body) and gzip.decompress(body) == SOURCE.read_bytes()
+    assert f'plotly.min.js?v={plotly.__version__}"' in chart.JS  # the address the browser asks for names the version
+    head = _asgi("/base/app/static/plotly.min.js", GZIP, method="HEAD")  # (a server.baseUrlPath in front)
+    assert head[0] == 200 and head[2] == b"" and not head[3]
+
+
+@pytest.mark.parametrize("path, headers, written", [
+    ("/app/static/plotly.min.js", [], True),                      # a client that does not take gzip
+    ("/app/static/plotly.min.js", GZIP, False),                   # the copy not written yet
+    ("/app/static/other.js", GZIP, True),                         # any other file
+    ("/_stcore/health", GZIP, True),
+])
+def test_everything_else_is_served_as_before(static, path, headers, written):
+    if written:
+        chart.compress()
+    status, got, body, behind = _asgi(path, headers)
+    assert behind and body == b"served by the app" and got == {b"x-from": b"app"}
+
+
+def test_the_server_puts_it_in_front_of_streamlit():
+    from app_pages._ui import serving
+    assert serving.middleware()[0].cls is chart.PlotlyAsset
+
+
+def test_a_sessions_first_run_starts_loading_plotly_js_and_later_runs_do_not():
+    """chart.preload: the first element of the sidebar in a session's first run (hidden by the page's CSS); it is
+    not one of the page's charts."""
+    from tests.conftest import charts, run_page
+    at = run_page("mechanics", {"lang": "en"})
+    preload = [e for e in at.sidebar if e.type == "bidi_component"]
+    assert [e.proto.component_name for e in preload] == [chart.NAME + "_preload"]
+    assert at.sidebar.children[0].type == "bidi_component"  # before the page links
+    n = len(charts(at))
+    assert n > 0 and all(e.proto.component_name == chart.NAME for e in charts(at) if e.type == "bidi_component")
+    at.run()
+    assert not [e for e in at.sidebar if e.type == "bidi_component"] and len(charts(at)) == n
+    from app_pages._ui import PAGE_CSS
+    assert f".st-key-{chart.PRELOAD_KEY} {{ display: none; }}" in PAGE_CSS

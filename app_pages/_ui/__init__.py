@@ -426,6 +426,8 @@ PAGE_CSS = """
 .formula .katex-display { overflow: visible !important; width: max-content; min-width: 100%; }
 .formula:focus-visible { outline: 2px solid currentColor; outline-offset: 2px; }
 [data-testid="stTable"] { overflow-x: auto; }
+/* the element that starts loading plotly.js (chart.preload) takes no room */
+.st-key-ae_plotly_preload { display: none; }
 /* links to other pages in the page itself wrap on a narrow screen instead of being cut with an ellipsis */
 [data-testid="stMain"] [data-testid="stPageLink-NavLink"] > span:last-child,
 [data-testid="stMain"] [data-testid="stPageLink-NavLink"] [data-testid="stMarkdownContainer"],
@@ -497,7 +499,10 @@ def safe(fn, *args, **kw):
         return None, exc
 
 
-def download(label: str, data: bytes | str, file_name: str, mime: str, key: str | None = None) -> None:
+def download(label: str, data: bytes | str | Callable[[], bytes | str], file_name: str, mime: str,
+             key: str | None = None) -> None:
+    """A download button that leaves the page as it is. `data` may be a function that writes the file: it is then
+    called when the button is clicked (in a thread of its own), not on every run."""
     st.download_button(label, data=data, file_name=file_name, mime=mime, key=key, on_click="ignore")
 
 

@@ -5,8 +5,11 @@ loads Streamlit's own plotly bundle on the first chart of every tab. Measured in
 (docs/benchmarks.md): Optimizers' three charts 0.97 -> 0.70 s, Language model's 0.89 -> 0.48 s with this element.
 
 How it works:
-- plotly.min.js of the pinned plotly package is copied once into the app's static folder (`static/`, served by
-  Streamlit's static serving, gzipped, cached by the browser) and loaded once per browser tab;
+- plotly.min.js of the pinned plotly package is copied once into the app's static folder (`static/`, Streamlit's
+  static serving) and loaded once per browser tab, at an address that names plotly's version. The server's warm-up
+  gzips it once (compress) and PlotlyAsset sends that copy with a year's caching, instead of Streamlit compressing
+  4.6 MB again for every visitor. A session's first run starts the load before anything else (preload: a hidden
+  element first in the sidebar), so the script is on its way while the page's other elements are drawn (cold start);
 - each chart is a `st.components.v2` element without an iframe or shadow root: its data is the figure's JSON as bytes
   (no second encoding), parsed once in the browser and drawn with one `Plotly.newPlot`;
 - Streamlit's plotly theme is applied as st.plotly_chart applies it: the figure carries plotly's "streamlit" template
@@ -23,6 +26,7 @@ says which.
 """
 from __future__ import annotations
 
+import gzip
 import os
 import shutil
 from functools import lru_cache
@@ -41,7 +45,7 @@ _OFF = "ATTN_PLOTLY_ELEMENT"  # "0": every chart through st.plotly_chart (benchm
 
 # The browser side. Kept small: Streamlit sends it inline with every chart element.
 JS = r"""
-const SRC = "app/static/plotly.min.js";
+const SRC = "app/static/plotly.min.js?v=__PLOTLY_VERSION__";
 function plotly() {
   if (!window.__aePlotly) {
     window.__aePlotly = new Promise((ok, fail) => {
@@ -70,13 +74,15 @@ function theme(el) {
     grid: light ? "#e6eaf1" : "#31333F", tick: light ? "#808495" : "#e6eaf1", legend: light ? "#262730" : "#fafafa" };
 }
 function colours(json, t) {
-  // Streamlit's plotly template writes placeholders #000001...#000040 (streamlit/elements/lib/streamlit_plotly_theme.py)
-  const put = (from, list) => list.forEach((c, i) => {
-    json = json.split("#" + String(from + i).padStart(6, "0")).join(c); });
+  // Streamlit's plotly template writes placeholders #000001...#000040 (streamlit/elements/lib/
+  // streamlit_plotly_theme.py): each replaced by the theme's colour, in one pass over the figure's JSON (40 passes
+  // were 6 ms of Optimizers' switch)
+  const by = {};
+  const put = (from, list) => list.forEach((c, i) => { by["#" + String(from + i).padStart(6, "0")] = c; });
   put(1, t.cat); put(11, t.seq); put(21, t.div);
   put(32, [t.light ? "#29b09d" : "#7defa1", t.light ? "#ff2b2b" : "#ffabab", t.light ? "#0068c9" : "#83c9ff",
            t.grid, t.tick, t.legend, t.bg, alpha(t.text, 0.1), t.secondary]);
-  return json;
+  return json.replace(/#0000[0-4][0-9](?![0-9a-f])/gi, (m) => by[m] || m);
 }
 function merge(into, from) {
   for (const [k, v] of Object.entries(from)) {
@@ -154,11 +160,10 @@ export default function ({ data, parentElement, setTriggerValue }) {
   const el = parentElement;
   let gd = el.querySelector(".ae-chart");
   if (!gd) { gd = document.createElement("div"); gd.className = "ae-chart"; el.appendChild(gd); }
-  const t = theme(el);
   let width = 0, observer = null, gone = false;
   const job = { el, since: performance.now(), run: () => plotly().then((Plotly) => {
     if (gone || !data) return;
-    const fig = figure(data, t);
+    const fig = figure(data, theme(el));
     const draw = gd.classList.contains("js-plotly-plot") && !fig.frames ? Plotly.react : Plotly.newPlot;
     return draw(gd, { data: fig.data || [], layout: fig.layout, frames: fig.frames || undefined,
                       config: Object.assign({}, fig.config, { responsive: false }) }).then(() => {
@@ -177,6 +182,12 @@ export default function ({ data, parentElement, setTriggerValue }) {
   return () => { gone = true; if (observer) observer.disconnect(); };
 }
 """
+
+
+JS = JS.replace("__PLOTLY_VERSION__", plotly.__version__)  # a new plotly is a new address: no stale copy in a browser
+# The preloader: the same loader, started by an element that comes before every other in the first run of a session
+PRELOAD_JS = JS[:JS.index("const HEX")] + "export default function () { plotly().catch(() => {}); }\n"
+PRELOAD_KEY = "ae_plotly_preload"  # hidden by the page's CSS (PAGE_CSS): no room taken in the sidebar
 
 
 @lru_cache(maxsize=1)
@@ -201,6 +212,71 @@ def available() -> bool:
 @lru_cache(maxsize=1)
 def _element():
     return st.components.v2.component(NAME, js=JS, isolate_styles=False)
+
+
+@lru_cache(maxsize=1)
+def _preloader():
+    return st.components.v2.component(NAME + "_preload", js=PRELOAD_JS, isolate_styles=False)
+
+
+def preload() -> None:
+    """Start loading plotly.js in the browser now, before the page's first chart is sent (issue #25's cold start:
+    the 4.6 MB script is fetched while the page's other elements are drawn and its script runs). Called first in a
+    session's first run; later runs find it loaded (once per browser tab)."""
+    if available():
+        _preloader()(key=PRELOAD_KEY, width="stretch", height="content")
+
+
+# ---------------------------------------------------------------- plotly.js, gzipped once
+GZ_NAME = f"plotly-{plotly.__version__}.min.js.gz"  # next to plotly.min.js in static/; named by plotly's version
+
+
+def compress() -> Path | None:
+    """Write static/GZ_NAME once per plotly version (gzip -9: 4.6 -> 1.4 MB, about a second of CPU, done by the
+    warm-up thread, never in a visitor's run): the file PlotlyAsset sends. None where it cannot be written."""
+    target = STATIC_DIR / GZ_NAME
+    if not available():
+        return None
+    if target.is_file():
+        return target
+    try:
+        partial = target.with_suffix(f".{os.getpid()}.part")
+        with open(STATIC_DIR / PLOTLY_JS, "rb") as src, gzip.open(partial, "wb", compresslevel=9) as out:
+            shutil.copyfileobj(src, out)
+        os.replace(partial, target)
+        return target
+    except OSError:
+        return None
+
+
+class PlotlyAsset:
+    """ASGI middleware: plotly.min.js sent from its gzipped copy (compress()), with a year's caching (its address
+    carries plotly's version). Without it Streamlit's gzip middleware compresses the 4.6 MB file again for every
+    visitor: 0.3-0.4 s of the server's CPU on the first chart's way (issue #25). Any other request, a client that
+    does not take gzip, or a copy not written yet: served as before."""
+
+    SUFFIX = "/app/static/" + PLOTLY_JS
+
+    def __init__(self, app):
+        self.app = app
+
+    async def __call__(self, scope, receive, send):
+        if scope["type"] != "http" or not scope["path"].endswith(self.SUFFIX) or scope["method"] not in ("GET",
+                                                                                                       "HEAD"):
+            return await self.app(scope, receive, send)
+        accepts = b"gzip" in dict(scope.get("headers") or []).get(b"accept-encoding", b"")
+        target = STATIC_DIR / GZ_NAME
+        try:
+            body = target.read_bytes() if accepts else None
+        except OSError:
+            body = None
+        if body is None:
+            return await self.app(scope, receive, send)
+        await send({"type": "http.response.start", "status": 200, "headers": [
+            (b"content-type", b"application/javascript"), (b"content-encoding", b"gzip"),
+            (b"content-length", str(len(body)).encode()), (b"vary", b"Accept-Encoding"),
+            (b"cache-control", b"public, max-age=31536000, immutable")]})
+        await send({"type": "http.response.body", "body": b"" if scope["method"] == "HEAD" else body})
 
 
 # The house config (the PNG button's settings) and the modebar st.plotly_chart shows: no "Share chart" (plotly.js

@@ -4,6 +4,7 @@ from __future__ import annotations
 import numpy as np
 import streamlit as st
 
+from viz_core import export
 from viz_core import optimizers as opt
 from viz_core import schedules, surfaces
 from viz_core.plots import optimizers as plots
@@ -47,6 +48,25 @@ def schedule_curves(cfg: schedules.ScheduleConfig, steps: int, lr: float) -> dic
     """lr_t for every schedule kind with cfg's parameters: kind -> (steps,)."""
     return {kind: lr * schedules.multipliers(schedules.ScheduleConfig(**{**cfg.__dict__, "kind": kind}), steps)
             for kind in schedules.SCHEDULES}
+
+
+def race_arrays(result: opt.RaceResult) -> dict[str, np.ndarray]:
+    """Every racer's path, loss, gradients, steps, effective lr and inner state, and the schedule: the .npz file."""
+    arrays = {}
+    for tr in result.trajectories:
+        arrays.update({f"{tr.name}_path": tr.path, f"{tr.name}_loss": tr.loss, f"{tr.name}_grad": tr.grads,
+                       f"{tr.name}_step": tr.deltas, f"{tr.name}_eff_lr": tr.eff_lr,
+                       **{f"{tr.name}_{k}": v for k, v in tr.state.items()}})
+    arrays["lr_multiplier"] = result.lr_schedule
+    return arrays
+
+
+def race_csv(result: opt.RaceResult) -> str:
+    """Step, then each racer's x, y and loss (NaN after a racer stopped): the .csv file."""
+    n = max(len(tr.loss) for tr in result.trajectories)
+    return export.columns_csv({"step": np.arange(n), **{
+        f"{tr.name}_{c}": np.pad(v, (0, n - len(v)), constant_values=np.nan)
+        for tr in result.trajectories for c, v in (("x", tr.path[:, 0]), ("y", tr.path[:, 1]), ("loss", tr.loss))}})
 
 
 # The other figures, cached by their inputs (see SharedFigures): figures.loss_figure(...) as in

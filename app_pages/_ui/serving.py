@@ -239,7 +239,9 @@ async def _refuse(send, why: str) -> None:
 def middleware() -> list:
     """The middleware of the st.App (outermost first)."""
     from starlette.middleware import Middleware
-    return [Middleware(UnreadLimit), Middleware(UploadLimit)]
+
+    from .chart import PlotlyAsset
+    return [Middleware(PlotlyAsset), Middleware(UnreadLimit), Middleware(UploadLimit)]
 
 
 # ---------------------------------------------------------------- ended sessions

@@ -1,7 +1,8 @@
 """Warm-up once per server process, in a background thread:
 1. the packaged model in numpy (viz_core.pretrained.bert_numpy, no torch) and the attention of the Attention page's default
    sentences, so a first visit finds its heatmap computed;
-2. plotly's import, and Streamlit's once-per-process check of whether it runs in a Python shell (it walks the stack
+2. plotly's import, the gzipped copy of plotly.js the browsers get (chart.compress, once per plotly version), and
+   Streamlit's once-per-process check of whether it runs in a Python shell (it walks the stack
    of whichever thread first writes an element, with `inspect.stack()`: 0.27 s of the first visitor's first run,
    profiled; 0.08 s here, off any visitor's run);
 3. then, once a visitor's first page has run, the garbage collector's freeze of what lives as long as the server.
@@ -53,6 +54,8 @@ def _warm(texts: tuple[str, ...]) -> None:
             models.attention("", text)
         from viz_core.plots import attention as _plots  # noqa: F401 - plotly's import, before the first figure
         _shell_check()
+        from . import chart
+        chart.compress()  # plotly.js gzipped once per plotly version (chart.PlotlyAsset sends it)
 
         page_served.wait()  # modules a first page imports live as long as the server too
         _freeze_long_lived()

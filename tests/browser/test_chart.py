@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.browser.conftest import CHART, assert_no_exception, charts_drawn, screenshot
+from tests.browser.conftest import CHART, assert_no_exception, charts_drawn, screenshot, wait_done
 
 pytestmark = pytest.mark.browser
 
@@ -78,3 +78,34 @@ def test_every_chart_is_the_element_clickable_ones_included(open_page):
     assert [c["element"] for c in page.evaluate(_LOOK)] == [True, True, True]  # race (clickable), loss, distance
     assert page.locator(CHART).count() == 3 and page.locator("[data-testid='stPlotlyChart']").count() == 0
     assert_no_exception(page)
+
+
+def test_plotly_js_is_loaded_once_per_tab_gzipped_and_kept_by_the_browser(browser, server_url):
+    """The first run's hidden preloader asks for plotly.js before any chart arrives; the server sends its gzipped copy
+    (chart.PlotlyAsset) with a year's caching, at an address that names plotly's version; a page switch asks for it
+    no more."""
+    import plotly
+
+    from app_pages._ui import chart
+    chart.compress()  # (the server's warm-up writes the same file; on a fresh checkout a first visit can come first)
+    ctx = browser.new_context(viewport={"width": 1400, "height": 1400})
+    try:
+        page = ctx.new_page()
+        got = []
+        page.on("response", lambda r: "plotly.min.js" in r.url and got.append(r))
+        page.goto(server_url + "/optimizers?lang=en", wait_until="domcontentloaded")
+        wait_done(page)
+        assert charts_drawn(page, 3) == 3
+        assert len(got) == 1 and got[0].url.endswith(f"/app/static/plotly.min.js?v={plotly.__version__}")
+        headers = got[0].all_headers()
+        assert headers["content-encoding"] == "gzip" and "immutable" in headers["cache-control"], headers
+        preloader = page.locator(f".st-key-{chart.PRELOAD_KEY}")
+        assert preloader.count() == 1 and preloader.is_hidden()  # it takes no room in the sidebar
+        page.locator("[data-testid='stSidebar'] [data-testid='stPageLink-NavLink']").filter(has_text="Scaling").click()
+        page.locator("[data-testid='stMain'] h1").filter(has_text="Scaling").wait_for()
+        wait_done(page)
+        assert charts_drawn(page, 1) >= 1 and len(got) == 1
+        assert preloader.count() == 0  # a session's later runs do not send it
+        assert_no_exception(page)
+    finally:
+        ctx.close()

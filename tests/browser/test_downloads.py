@@ -52,3 +52,27 @@ def test_scaling_csv_reads_back_the_computed_variances(open_page):
     table = np.array([[float(v) for v in row] for row in rows[1:]])
     assert np.array_equal(table[:, 0], sweep.d_ks)
     assert np.array_equal(table[:, 1], sweep.var_unscaled) and np.array_equal(table[:, 2], sweep.var_scaled)
+
+
+def test_optimizers_files_are_written_when_clicked_and_read_back_the_race(open_page):
+    """The race's files are made on the click (a function given to the button, not bytes on every run): the CSV
+    holds every racer's path from the start point, as many rows as steps, and the loss of each point."""
+    from viz_core import optimizers as opt
+    from viz_core import surfaces
+
+    page = open_page("/optimizers?lang=en&steps=60")
+    rows = list(csv.reader(io.StringIO(_download(page, "Download paths and losses (CSV)"))))
+    assert_no_exception(page)
+    assert rows[0] == ["step"] + [f"{n}_{c}" for n in opt.CLASSIC for c in ("x", "y", "loss")]
+    table = np.array([[float(v) for v in row] for row in rows[1:]])
+    assert table.shape == (61, 1 + 3 * len(opt.CLASSIC)) and np.array_equal(table[:, 0], np.arange(61))
+    surface = surfaces.get_surface("bowl")
+    for i in range(len(opt.CLASSIC)):  # every racer starts at the surface's start point, and loss = f(x, y)
+        x, y, loss = table[:, 1 + 3 * i], table[:, 2 + 3 * i], table[:, 3 + 3 * i]
+        assert (x[0], y[0]) == surface.start
+        np.testing.assert_allclose(loss, surface.f(x, y), rtol=1e-6)
+    with page.expect_download(timeout=60_000) as info:
+        page.get_by_role("button", name="Download the race (NPZ: paths, losses, gradients, state)").click()
+    with np.load(info.value.path()) as npz:
+        np.testing.assert_allclose(npz["adam_path"][:, 0], table[:, 1 + 3 * opt.CLASSIC.index("adam")], rtol=1e-6)
+        assert npz["lr_multiplier"].shape == (60,)
