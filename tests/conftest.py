@@ -53,6 +53,25 @@ def charts(at) -> list:
             or (e.type == "bidi_component" and e.proto.component_name == NAME)]
 
 
+def md_tables(at) -> list:
+    """The markdown tables of the page (ui.table) as DataFrames of strings, in page order: each cell unescaped (ui.table
+    escapes every cell with plain_md)."""
+    import re
+
+    import pandas as pd
+
+    def cells(line: str) -> list[str]:
+        parts = re.split(r"(?<!\\)\|", line.strip())[1:-1]   # split on unescaped pipes; drop the outer ones
+        return [re.sub(r"\\(.)", r"\1", p.strip()) for p in parts]
+
+    out = []
+    for md in at.markdown:
+        lines = str(md.value).split("\n")
+        if len(lines) >= 2 and lines[0].startswith("| ") and set(lines[1].replace(" ", "")) <= {"|", "-"}:
+            out.append(pd.DataFrame([cells(x) for x in lines[2:]], columns=cells(lines[0])))
+    return out
+
+
 def chart_spec(element) -> dict:
     """One chart's figure as data (what plotly.js receives), whichever JSON engine wrote it: plotly uses orjson when
     it is importable (non-ASCII as is, no spaces) and json otherwise (\\u escapes, spaces)."""

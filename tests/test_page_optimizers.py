@@ -2,7 +2,7 @@
 
 import pytest
 
-from tests.conftest import assert_clean, chart_spec, charts, run_page, widget
+from tests.conftest import assert_clean, chart_spec, charts, md_tables, run_page, widget
 
 pytestmark = pytest.mark.slow
 
@@ -25,7 +25,7 @@ def test_english_race_inside_and_schedules():
     assert len(spec["frames"]) > 10 and spec["layout"]["sliders"][0]["steps"][-1]["label"] == "300"
     names = {tr.get("name") for tr in spec["data"]}
     assert {"SGD", "Momentum", "AdaGrad", "RMSProp", "Adam"} <= names
-    table = at.table[0].value
+    table = md_tables(at)[0]
     assert list(table["optimizer"]) == ["SGD", "Momentum", "AdaGrad", "RMSProp", "Adam"]
     assert table.loc[table["optimizer"] == "Adam", "final loss − minimum"].astype(float).iloc[0] < 1e-6
     assert not at.error and not at.warning
@@ -40,7 +40,7 @@ def test_chinese_page():
     assert_clean(at)
     assert at.title[0].value == "优化器"
     assert "鞍点" in widget(at, "selectbox", "optimizers.surface").format_func("saddle")
-    assert "优化器" in at.table[0].value.columns[0]
+    assert "优化器" in md_tables(at)[0].columns[0]
     assert at.number_input(key="optimizers.x0").value == -1.5
     spec = _race_spec(at)
     assert spec["layout"]["updatemenus"][0]["buttons"][0]["label"].endswith("播放")
@@ -56,7 +56,7 @@ def test_surface_change_resets_start_and_lr_then_divergence_message():
     at.number_input(key="optimizers.lr").set_value(0.01).run()
     assert_clean(at)
     assert any("Momentum diverged at step" in w.value for w in at.warning)
-    assert "diverged" in set(at.table[0].value["final loss − minimum"])
+    assert "diverged" in set(md_tables(at)[0]["final loss − minimum"])
 
 
 def test_fair_race_schedule_extras_and_inspect():
@@ -66,7 +66,7 @@ def test_fair_race_schedule_extras_and_inspect():
     widget(at, "selectbox", "optimizers.sched").set_value("cosine").run()
     assert_clean(at)
     assert any("grid search" in i.value for i in at.info)
-    table = at.table[0].value
+    table = md_tables(at)[0]
     assert "learning rate (tuned)" in table.columns and "AdamW" in set(table["optimizer"])
     at.session_state["optimizers.tab.en"] = "Inside the optimizers"   # open the tab, as a click would
     at.run()

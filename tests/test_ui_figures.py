@@ -91,3 +91,24 @@ def test_magic_is_off_and_no_page_has_a_line_it_would_have_written():
                     and not isinstance(node.value, (ast.Call, ast.Await, ast.Yield, ast.YieldFrom))):
                 written.append(f"{path.name}:{node.lineno} {ast.unparse(node)[:40]}")
     assert written == []
+
+
+def _typed_table():
+    import pandas as pd
+
+    from app_pages import _ui as ui
+    ui.table(pd.DataFrame({"name | kind": ["<b>bold</b>", "*x* | y", "1. first"], "value": ["1.5e-03", "—", "`z`"]}))
+
+
+def test_a_static_table_is_markdown_whose_cells_stay_as_written():
+    """ui.table (a markdown table: no Arrow table to decode in the browser) escapes every cell: a '|' stays in its
+    cell, nothing turns bold, into a tag, a list or code."""
+    from tests.conftest import md_tables
+    at = AppTest.from_function(_typed_table, default_timeout=30).run()
+    assert not at.exception
+    body = at.markdown[0].value
+    assert "<b>" not in body and "\\<b\\>" in body and "\\*x\\*" in body
+    [frame] = md_tables(at)
+    assert list(frame.columns) == ["name | kind", "value"]
+    assert frame["name | kind"].tolist() == ["<b>bold</b>", "*x* | y", "1. first"]
+    assert frame["value"].tolist() == ["1.5e-03", "—", "`z`"]
