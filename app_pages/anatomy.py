@@ -1,4 +1,6 @@
 """Anatomy: everything in a Transformer block that is not attention, and the path from tokens to the next token."""
+from functools import partial
+
 import numpy as np
 import pandas as pd
 import streamlit as st
@@ -124,7 +126,7 @@ def section_norms() -> None:
     if opened:
         with box:
             _std_variant(p["d_model"])
-    ui.download(t("anatomy.download_npz"), export.npz_bytes(x=res["x"], valid=res["valid"], **res["out"]),
+    ui.download(t("anatomy.download_npz"), partial(export.npz_bytes, x=res["x"], valid=res["valid"], **res["out"]),
                 "norms.npz", "application/octet-stream", key="dl_norms")
 
 
@@ -252,8 +254,8 @@ def _dropout_maps(d: dict, place: str, p: float, training: bool) -> None:
     if place == "attention" and training and p > 0:
         sums = ", ".join(f"{s:.2f}" for s in d["after"].sum(1))
         st.caption(t("anatomy.row_sums", sums=sums))
-    ui.download(t("anatomy.download_npz"), export.npz_bytes(**d), f"dropout_{place}.npz", "application/octet-stream",
-                key="dl_drop")
+    ui.download(t("anatomy.download_npz"), partial(export.npz_bytes, **d), f"dropout_{place}.npz",
+                "application/octet-stream", key="dl_drop")
 
 
 # ================================================================ 5. label smoothing

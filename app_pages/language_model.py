@@ -6,6 +6,7 @@ your sequence, generate, KV cache); only the open tab is drawn. Training runs in
 (app_pages/_ui/training_job.py, shared with the Train page).
 """
 from dataclasses import replace
+from functools import partial
 
 import numpy as np
 import streamlit as st
@@ -261,9 +262,8 @@ def own_sequence(lm) -> None:
                                      value_name=t("lm.weight"), marks=target_cells(result.ids),
                                      mark_name=t("lm.ind_marks")),
             key="lm.own_attn")
-    ui.download(t("lm.download_attn"), npz_bytes(tokens=result.tokens, weights=result.weights, prev=prev,
-                                                 induction=ind), "attention.npz", "application/octet-stream",
-                key="lm.dl_attn")
+    data = partial(npz_bytes, tokens=result.tokens, weights=result.weights, prev=prev, induction=ind)
+    ui.download(t("lm.download_attn"), data, "attention.npz", "application/octet-stream", key="lm.dl_attn")
 
 
 def repeat_maker(lm) -> None:
@@ -375,10 +375,9 @@ def step_view(lm, trace) -> None:
     st.caption(t("lm.gen_play"))
     csv = columns_csv({"step": list(range(1, n + 1)), "token": [vocab[x.token] for x in trace.steps],
                        "p_token": [x.sampled[x.token] for x in trace.steps]})
-    ui.download(t("lm.download_gen"), npz_bytes(vocab=vocab, tokens=[vocab[i] for i in trace.ids],
-                                                probs=np.stack([x.probs for x in trace.steps]),
-                                                sampled=np.stack([x.sampled for x in trace.steps])),
-                "generation.npz", "application/octet-stream", key="lm.dl_gen")
+    data = partial(npz_bytes, vocab=vocab, tokens=[vocab[i] for i in trace.ids],
+                   probs=np.stack([x.probs for x in trace.steps]), sampled=np.stack([x.sampled for x in trace.steps]))
+    ui.download(t("lm.download_gen"), data, "generation.npz", "application/octet-stream", key="lm.dl_gen")
     ui.download(t("lm.download_gen_csv"), csv, "generation.csv", "text/csv", key="lm.dl_gen_csv")
 
 

@@ -1,4 +1,6 @@
 """Mechanics: how attention computes its output, step by step; masks; MHA / GQA / MQA; cross and additive attention."""
+from functools import partial
+
 import numpy as np
 import pandas as pd
 import streamlit as st
@@ -223,7 +225,7 @@ def section_steps():
         if steps.dropped is not None:
             st.caption(ui.t("mechanics.dropout_note", p=p, sums=", ".join(f"{x:.2f}" for x in
                                                                           steps.dropped.sum(-1))))
-        ui.download(ui.t("mechanics.download_npz"), export.npz_bytes(
+        ui.download(ui.t("mechanics.download_npz"), partial(export.npz_bytes,
             tokens=steps.tokens, q=steps.q, k=steps.k, v=steps.v, scores=steps.scores, scaled=steps.scaled,
             weights=steps.weights, out=steps.out), "attention_steps.npz", "application/octet-stream",
             key="mechanics.dl_steps")
@@ -302,7 +304,7 @@ def section_masks():
                     item_shape=str(view.mask.shape)))
     _mask_figures(view)
     _method_comparison(view)
-    ui.download(ui.t("mechanics.download_npz"), export.npz_bytes(
+    ui.download(ui.t("mechanics.download_npz"), partial(export.npz_bytes,
         mask=view.mask, scores=view.scores, weights=view.weights["safe"], q_tokens=view.q_tokens,
         k_tokens=view.k_tokens, is_pad=batch.is_pad), "masks.npz", "application/octet-stream", key="mechanics.dl_mask")
 
@@ -401,9 +403,9 @@ def _variant_outputs() -> None:
     eq = cached.equivalence_check(d_model, heads, 0)
     st.success(ui.t("mechanics.equivalence", mha=f"{max(eq['mha_out'], eq['mha_weights']):.1e}",
                     mqa=f"{eq['mqa_out']:.1e}"))
-    ui.download(ui.t("mechanics.download_npz"), export.npz_bytes(outputs=res.outputs, weights=res.weights,
-                                                                 kv_heads=res.kv_heads), "mha_gqa_mqa.npz",
-                "application/octet-stream", key="mechanics.dl_variants")
+    data = partial(export.npz_bytes, outputs=res.outputs, weights=res.weights, kv_heads=res.kv_heads)
+    ui.download(ui.t("mechanics.download_npz"), data, "mha_gqa_mqa.npz", "application/octet-stream",
+                key="mechanics.dl_variants")
 
 
 def section_variants():
@@ -447,9 +449,9 @@ def section_cross():
                                      x_title=ui.t("mechanics.ax_feature"), y_title=ui.t("mechanics.ax_target_query"),
                                      value_name=ui.t("mechanics.ax_value"), fmt=".2f"), key="cross_out")
     st.caption(ui.t("mechanics.cross_note"))
-    ui.download(ui.t("mechanics.download_npz"), export.npz_bytes(weights=res.weights, out=res.out,
-                                                                 q_tokens=res.q_tokens, k_tokens=res.k_tokens),
-                "cross_attention.npz", "application/octet-stream", key="mechanics.dl_cross")
+    data = partial(export.npz_bytes, weights=res.weights, out=res.out, q_tokens=res.q_tokens, k_tokens=res.k_tokens)
+    ui.download(ui.t("mechanics.download_npz"), data, "cross_attention.npz", "application/octet-stream",
+                key="mechanics.dl_cross")
 
 
 # ---------------------------------------------------------------- 5. additive vs dot product
@@ -479,7 +481,7 @@ def section_additive():
           n_cols=2, prefix="add")
     sweep = _additive_cost(n, d_k, d_h)
     st.caption(ui.t("mechanics.additive_note"))
-    ui.download(ui.t("mechanics.download_npz"), export.npz_bytes(
+    ui.download(ui.t("mechanics.download_npz"), partial(export.npz_bytes,
         tokens=tok, q=steps.q, k=steps.k, v=steps.v, dot_scores=res.dot_scores, add_scores=res.add_scores,
         dot_weights=res.dot_weights, add_weights=res.add_weights, **sweep.arrays()),
         "additive_vs_dot.npz", "application/octet-stream", key="mechanics.dl_additive")

@@ -1,4 +1,6 @@
 """Scaling page: why attention divides q.k by sqrt(d_k). Four parts, one shown at a time (?part= in the URL)."""
+from functools import partial
+
 import numpy as np
 import streamlit as st
 
@@ -73,7 +75,8 @@ def part_distribution() -> None:
         ui.download(t("scaling.download_curve"), table, "scaling_variance.csv", "text/csv",
                     key="dl_curve")
     with c2:
-        ui.download(t("scaling.download_samples"), export.npz_bytes(d_k=d_k, q_dot_k=raw, scaled=raw / np.sqrt(d_k)),
+        ui.download(t("scaling.download_samples"),
+                    partial(export.npz_bytes, d_k=d_k, q_dot_k=raw, scaled=raw / np.sqrt(d_k)),
                     f"scaling_samples_dk{d_k}.npz", "application/octet-stream", key="dl_samples")
 
 
@@ -226,7 +229,7 @@ def part_model() -> None:
     model_metrics(s, model_weights)
     model_figures(tokens, s)
     ui.download(t("scaling.download_model"),
-                export.npz_bytes(tokens=tokens, q=qk[0], k=qk[1], scores=s.raw, weights_unscaled=s.weights_raw,
+                partial(export.npz_bytes, tokens=tokens, q=qk[0], k=qk[1], scores=s.raw, weights_unscaled=s.weights_raw,
                              weights_scaled=s.weights_scaled, model_weights=model_weights),
                 f"scaling_layer{layer}_head{head}.npz", "application/octet-stream", key="dl_model")
 

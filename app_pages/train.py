@@ -5,6 +5,8 @@ compare; only the open one is drawn). A training job runs in its own thread (app
 with the Language-model page): no click, page switch or language switch touches it; only Stop does. A fragment draws
 its progress; the page keeps its result.
 """
+from functools import partial
+
 import numpy as np
 import pandas as pd
 import streamlit as st
@@ -272,7 +274,7 @@ def attention_tab(model, text: str) -> None:
         return
     draw_maps(result.maps[CAPTURE[kind].format(layer)], kind, head, result.src, result.tgt_in, "train.attn")
     arrays = {name.replace(".", "_"): w for name, w in result.maps.items()}
-    ui.download(t("train.download_attn"), npz_bytes(src=result.src, tgt_in=result.tgt_in, **arrays),
+    ui.download(t("train.download_attn"), partial(npz_bytes, src=result.src, tgt_in=result.tgt_in, **arrays),
                 "attention.npz", "application/octet-stream", key="train.dl_attn")
 
 
@@ -326,7 +328,7 @@ def on_upload() -> None:
 def save_tab(model) -> None:
     st.markdown(t("train.save_explain"))
     dtype = ui.radio(t("train.save_dtype"), ["float32", "float16"], "dtype")
-    ui.download(t("train.download_ckpt"), checkpoint_zip(model, dtype), f"{model.task.name}-checkpoint.zip",
+    ui.download(t("train.download_ckpt"), partial(checkpoint_zip, model, dtype), f"{model.task.name}-checkpoint.zip",
                 "application/zip", key="train.dl_ckpt")
     st.file_uploader(t("train.upload"), type=["zip", "json", "safetensors"], accept_multiple_files=True,
                      key="train.upload", on_change=on_upload, help=t("train.upload_help"))

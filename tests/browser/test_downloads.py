@@ -76,3 +76,19 @@ def test_optimizers_files_are_written_when_clicked_and_read_back_the_race(open_p
     with np.load(info.value.path()) as npz:
         np.testing.assert_allclose(npz["adam_path"][:, 0], table[:, 1 + 3 * opt.CLASSIC.index("adam")], rtol=1e-6)
         assert npz["lr_multiplier"].shape == (60,)
+
+
+def test_mechanics_mask_numbers_are_written_when_clicked(open_page):
+    """Mechanics' masks file is made on the click too: its weights are 0 wherever the mask blocks a key, and every
+    query row that sees a key sums to 1."""
+    page = open_page("/mechanics?lang=en&section=masks&kind=causal_padding")
+    with page.expect_download(timeout=60_000) as info:
+        page.get_by_role("button", name="Download the numbers (.npz)").click()
+    assert_no_exception(page)
+    with np.load(info.value.path()) as npz:
+        assert {"mask", "scores", "weights", "q_tokens", "k_tokens", "is_pad"} <= set(npz.files)
+        blocked, weights = npz["mask"].astype(bool), npz["weights"]   # True: the key is blocked for that query
+        assert blocked.shape == weights.shape and blocked.any() and (~blocked).any()
+        assert np.all(weights[blocked] == 0)                        # blocked keys get nothing
+        seen = (~blocked).any(axis=-1)
+        np.testing.assert_allclose(weights[seen].sum(-1), 1.0, rtol=1e-6)
