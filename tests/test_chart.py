@@ -100,7 +100,7 @@ def test_no_gzipped_copy_where_the_folder_cannot_be_written(static):
 
 def _asgi(path: str, headers=(), method: str = "GET"):
     """Run PlotlyAsset on one request: (the response's status, headers, body, whether the app behind was called)."""
-    import asyncio
+    from tests.conftest import run_async
     sent, behind = [], []
 
     async def app(scope, receive, send):
@@ -116,7 +116,7 @@ def _asgi(path: str, headers=(), method: str = "GET"):
 
     scope = {"type": "http", "method": method, "path": path, "query_string": b"v=" + plotly.__version__.encode(),
              "headers": list(headers)}
-    asyncio.run(chart.PlotlyAsset(app)(scope, receive, send))
+    run_async(chart.PlotlyAsset(app)(scope, receive, send))  # (a browser test may have left a loop on this thread)
     start, body = sent[0], b"".join(m.get("body", b"") for m in sent[1:])
     return start["status"], dict(start["headers"]), body, bool(behind)
 
