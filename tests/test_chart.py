@@ -135,6 +135,8 @@ def test_plotly_js_goes_out_gzipped_and_cached_for_a_year(static):
     assert f'plotly.min.js?v={plotly.__version__}"' in chart.JS  # the address the browser asks for names the version
     head = _asgi("/base/app/static/plotly.min.js", GZIP, method="HEAD")  # (a server.baseUrlPath in front)
     assert head[0] == 200 and head[2] == b"" and not head[3]
+    (static / chart.GZ_NAME).unlink()  # read once: later requests do not go back to the disk
+    assert _asgi("/app/static/plotly.min.js", GZIP)[2] == body
 
 
 @pytest.mark.parametrize("path, headers, written", [
