@@ -60,18 +60,19 @@ def trainable_model(task: str):
 
 def train_controls(task: str) -> None:
     """Settings (frozen when the run starts), the device, and the Train / Stop buttons."""
-    with st.expander(t("lm.settings")):
-        c = st.columns(4)
-        seconds = ui.slider(t("lm.seconds"), 5, 120, f"{task}_seconds", 60 if task == "induction" else 30,
-                            container=c[0], help=t("lm.seconds_help"))
-        batch = ui.selectbox(t("lm.batch"), [16, 32, 64], f"{task}_batch", 32, container=c[1])
-        lr = ui.select_slider(t("lm.lr"), [3e-4, 1e-3, 2e-3, 3e-3], f"{task}_lr", 1e-3, container=c[2],
-                              format_func=lambda v: f"{v:g}")
-        seed = ui.number(t("lm.seed"), 0, 10_000, f"{task}_seed", 0, container=c[3])
-        c = st.columns(2)
-        kv = ui.radio(t("lm.kv_kind"), list(KV_CHOICES), f"{task}_kv", "mha", container=c[0],
-                      format_func=lambda k: t(f"lm.kv_{k}"))
-        force_cpu = ui.checkbox(t("lm.force_cpu"), f"{task}_cpu", False, container=c[1])
+    opened, box = ui.fold(t("lm.settings"), f"{task}_set")  # drawn only while open; closed, they hold (#25)
+    where = box if opened else ui.HIDDEN
+    c = where.columns(4)
+    seconds = ui.slider(t("lm.seconds"), 5, 120, f"{task}_seconds", 60 if task == "induction" else 30,
+                        container=c[0], help=t("lm.seconds_help"))
+    batch = ui.selectbox(t("lm.batch"), [16, 32, 64], f"{task}_batch", 32, container=c[1])
+    lr = ui.select_slider(t("lm.lr"), [3e-4, 1e-3, 2e-3, 3e-3], f"{task}_lr", 1e-3, container=c[2],
+                          format_func=lambda v: f"{v:g}")
+    seed = ui.number(t("lm.seed"), 0, 10_000, f"{task}_seed", 0, container=c[3])
+    c = where.columns(2)
+    kv = ui.radio(t("lm.kv_kind"), list(KV_CHOICES), f"{task}_kv", "mha", container=c[0],
+                  format_func=lambda k: t(f"lm.kv_{k}"))
+    force_cpu = ui.checkbox(t("lm.force_cpu"), f"{task}_cpu", False, container=c[1])
     device = pick_device(force_cpu)
     st.caption(t("lm.device", device=str(device)))
     settings = LMTrainConfig(task=task, max_seconds=float(seconds), batch_size=batch, lr=lr, seed=int(seed),

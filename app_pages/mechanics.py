@@ -173,7 +173,15 @@ def _stage_figures(s: mech.AttentionSteps, inputs: bool = False) -> list:
 
 
 def _batched_shapes():
-    st.subheader(ui.t("mechanics.batched_title"))
+    """How a batch of B sequences and H heads runs at once, shape by shape: a fold of its own, drawn only while open
+    (issue #25: ten elements below the stages, on the page's first view)."""
+    opened, box = ui.fold(ui.t("mechanics.batched_title"), "shapes")
+    if opened:
+        with box:
+            _batched_shapes_body()
+
+
+def _batched_shapes_body():
     st.markdown(ui.t("mechanics.batched_intro"))
     ui.latex(r"\begin{gathered}(B, N, d_{model}) \xrightarrow{\text{view, transpose}} (B, H, N, d_k)"
              r" \\ \xrightarrow{QK^\top} (B, H, N, N) \xrightarrow{\cdot V} (B, H, N, d_k) \\"
@@ -185,14 +193,15 @@ def _batched_shapes():
     heads = ui.selectbox(ui.t("mechanics.heads"), mech.divisors(d_model), "bh", 2 if d_model % 2 == 0 else 1,
                          container=c[3])
     rows = cached.shape_walkthrough(b, n, d_model, heads)
-    table = pd.DataFrame([{
-        ui.t("mechanics.col_code"): r.code,
+    table = [{
+        ui.t("mechanics.col_code"): ui.Md(ui.code_md(r.code)),
         ui.t("mechanics.col_shape"): str(r.shape) if r.shape else "✗",
         ui.t("mechanics.col_stride"): str(r.stride) if r.stride else "—",
         ui.t("mechanics.col_contiguous"): "—" if r.contiguous is None else ("✓" if r.contiguous else "✗"),
-        ui.t("mechanics.col_note"): ui.t(f"mechanics.shape_{r.note}") + (f"  `{r.error}`" if r.error else ""),
-    } for r in rows])
-    st.table(table, hide_index=True)  # a static table wraps its long "what happens" notes (a data grid cuts them)
+        ui.t("mechanics.col_note"): ui.Md(ui.plain_md(ui.t(f"mechanics.shape_{r.note}"))
+                                          + (f" {ui.code_md(r.error)}" if r.error else "")),
+    } for r in rows]
+    ui.table(table)  # a static table wraps its long "what happens" notes (a data grid cuts them); markdown: #25
 
 
 def section_steps():
@@ -435,8 +444,8 @@ def section_cross():
     except InputError as exc:
         ui.show_error(exc)
         return
-    st.table(pd.DataFrame({ui.t("mechanics.col_tensor"): list(res.shapes),
-                           ui.t("mechanics.col_shape"): [str(s) for s in res.shapes.values()]}), hide_index=True)
+    ui.table(pd.DataFrame({ui.t("mechanics.col_tensor"): list(res.shapes),
+                           ui.t("mechanics.col_shape"): [str(s) for s in res.shapes.values()]}))
     c1, c2 = st.columns(2)
     with c1:
         ui.plot(figures.stage_matrix(res.weights[head], ui.t("mechanics.fig_cross_w", head=head),

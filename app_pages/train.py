@@ -8,7 +8,6 @@ its progress; the page keeps its result.
 from functools import partial
 
 import numpy as np
-import pandas as pd
 import streamlit as st
 
 from app_pages import _ui as ui
@@ -76,15 +75,12 @@ def accuracy_by_length(model) -> None:
         return
     by_length, n = measured
     worst_n = min(by_length, key=lambda k: (by_length[k], -k))
-    st.markdown(f"**{t('train.by_length_title')}**")
-    table = pd.DataFrame([[pct(v) for v in by_length.values()]], index=[t("train.exact_row")],
-                         columns=[str(k) for k in by_length])
-    table.index.name = t("train.length_row")  # the header of the first column: input length -> 3 4 5 ...
-    weak = str(worst_n) if by_length[worst_n] < 1 else None  # the worst length, marked unless all are perfect
-    # a static table: one row of numbers needs no data grid (whose first draw costs a page switch ~0.2 s)
-    red = "#ff8a80" if st.context.theme.type == "dark" else "#c0392b"  # >= 4.5:1 on either theme's background
-    st.table(table.style.apply(lambda row: [f"font-weight: bold; color: {red}" if c == weak else ""
-                                            for c in row.index], axis=1))
+    weak = worst_n if by_length[worst_n] < 1 else None  # the worst length, marked unless all are perfect
+    # a static markdown table: one row of numbers needs no data grid, nor an Arrow table to decode (issue #25);
+    # the first column names the rows (input length -> 3 4 5 ...), the weak length is bold and red in either theme
+    cells = [ui.Md(f"**:red[{pct(v)}]**") if k == weak else pct(v) for k, v in by_length.items()]
+    ui.table([dict(zip([t("train.length_row"), *map(str, by_length)], [t("train.exact_row"), *cells]))],
+             title=t("train.by_length_title"))
     notes = [t("train.by_length", n=n, worst_n=worst_n, worst=pct(by_length[worst_n]),
                all=pct(sum(by_length.values()) / len(by_length)))]
     if model.info.get("by_length_step") is not None:
@@ -95,31 +91,32 @@ def accuracy_by_length(model) -> None:
 
 
 # ---------------------------------------------------------------- train tab
-def model_settings(task_name: str) -> ModelConfig:
+def model_settings(task_name: str, where=st) -> ModelConfig:
+    """The model's settings, drawn in `where` (ui.HIDDEN: not drawn, their held values)."""
     preset = ui.radio(t("train.preset"), list(PRESETS) + ["custom"], "preset", default="small",
-                      format_func=lambda p: t(f"train.preset_{p}"))
+                      format_func=lambda p: t(f"train.preset_{p}"), container=where)
     if preset != "custom":
         d, h, layers, ff = PRESETS[preset]
-        st.caption(t("train.preset_caption", d=d, h=h, layers=layers, ff=ff))
+        where.caption(t("train.preset_caption", d=d, h=h, layers=layers, ff=ff))
         return ModelConfig(d_model=d, n_heads=h, n_enc_layers=layers, n_dec_layers=layers, d_ff=ff)
-    return custom_settings()
+    return custom_settings(where)
 
 
-def custom_settings() -> ModelConfig:
-    c = st.columns(4)
+def custom_settings(where=st) -> ModelConfig:
+    c = where.columns(4)
     d = ui.selectbox(t("train.d_model"), [16, 32, 64, 128, 256, 512, 1024], "d_model", 64, container=c[0])
     heads = ui.selectbox(t("train.heads"), [h for h in (1, 2, 4, 8, 16) if h <= d], "heads", 4, container=c[1])
     kv = ui.selectbox(t("train.kv_heads"), [k for k in (16, 8, 4, 2, 1) if heads % k == 0 and k <= heads],
                       "kv_heads", heads, container=c[2], help=t("train.kv_heads_help"))
     layers = ui.slider(t("train.layers"), 1, 8, "layers", 2, container=c[3])
-    c = st.columns(4)
+    c = where.columns(4)
     ff = ui.selectbox(t("train.d_ff"), [32, 64, 128, 256, 512, 1024, 2048, 4096], "d_ff", 128, container=c[0])
     pos = ui.selectbox(t("train.positions"), ["sinusoidal", "learned"], "pos", container=c[1],
                        format_func=lambda p: t(f"train.pos_{p}"))
     norm = ui.selectbox(t("train.norm"), ["pre", "post"], "norm", container=c[2],
                         format_func=lambda n: t(f"train.norm_{n}"))
     drop = ui.slider(t("train.dropout"), 0.0, 0.5, "dropout", 0.0, step=0.05, container=c[3])
-    c = st.columns(2)
+    c = where.columns(2)
     scale = ui.checkbox(t("train.scale"), "scale", True, container=c[0], help=t("train.scale_help"))
     tie = ui.checkbox(t("train.tie"), "tie", False, container=c[1], help=t("train.tie_help"))
     return ModelConfig(d_model=d, n_heads=heads, n_kv_heads=kv, n_enc_layers=layers, n_dec_layers=layers,
@@ -127,23 +124,28 @@ def custom_settings() -> ModelConfig:
                        resid_dropout=drop, tie_weights=tie)
 
 
-def train_settings() -> TrainConfig:
-    c = st.columns(3)
+def train_settings(where=st) -> TrainConfig:
+    """The training settings, drawn in `where` (ui.HIDDEN: not drawn, their held values); the optimizer's are in a
+    fold of their own, drawn only while open (issue #25)."""
+    c = where.columns(3)
     seconds = ui.slider(t("train.seconds"), 1, 120, "seconds", 20, container=c[0], help=t("train.seconds_help"))
     batch = ui.selectbox(t("train.batch"), [16, 32, 64, 128, 256, 512, 1024, 4096], "batch", TrainConfig.batch_size,
                          container=c[1])
     target = ui.slider(t("train.target"), 0.5, 1.0, "target", 0.99, step=0.01, container=c[2],
                        help=t("train.target_help", every=TrainConfig.eval_every, n=TrainConfig.eval_per_length,
                               patience=TrainConfig.target_patience))
-    with st.expander(t("train.optimizer")):
-        ui.latex(r"\mathrm{lr}(s) = f \cdot d_{\mathrm{model}}^{-0.5}\cdot\min\!\left(s^{-0.5},\; "
-                 r"s\cdot \mathrm{warmup}^{-1.5}\right)")
-        c = st.columns(4)
-        factor = ui.slider(t("train.lr_factor"), 0.05, 3.0, "lr", TrainConfig.lr_factor, step=0.05, container=c[0])
-        warmup = ui.slider(t("train.warmup"), 1, 2000, "warmup", TrainConfig.warmup, container=c[1])
-        smooth = ui.slider(t("train.smoothing"), 0.0, 0.5, "smooth", 0.1, step=0.05, container=c[2])
-        seed = ui.number(t("train.seed"), 0, 10_000, "seed", 0, container=c[3])
-    force_cpu = ui.checkbox(t("train.force_cpu"), "cpu", False)
+    opened, box = ui.fold(t("train.optimizer"), "optim") if where is not ui.HIDDEN else (False, ui.HIDDEN)
+    inner = box if opened else ui.HIDDEN
+    if opened:
+        with box:
+            ui.latex(r"\mathrm{lr}(s) = f \cdot d_{\mathrm{model}}^{-0.5}\cdot\min\!\left(s^{-0.5},\; "
+                     r"s\cdot \mathrm{warmup}^{-1.5}\right)")
+    c = inner.columns(4)
+    factor = ui.slider(t("train.lr_factor"), 0.05, 3.0, "lr", TrainConfig.lr_factor, step=0.05, container=c[0])
+    warmup = ui.slider(t("train.warmup"), 1, 2000, "warmup", TrainConfig.warmup, container=c[1])
+    smooth = ui.slider(t("train.smoothing"), 0.0, 0.5, "smooth", 0.1, step=0.05, container=c[2])
+    seed = ui.number(t("train.seed"), 0, 10_000, "seed", 0, container=c[3])
+    force_cpu = ui.checkbox(t("train.force_cpu"), "cpu", False, container=where)
     return TrainConfig(batch_size=batch, max_seconds=float(seconds), target_accuracy=target, lr_factor=factor,
                        warmup=warmup, label_smoothing=smooth, seed=int(seed), force_cpu=force_cpu)
 
@@ -165,8 +167,10 @@ def train_tab(task):
     else:
         params, need = fits
         st.caption(t("train.size", params=f"{params:,}", mib=f"{need / 2 ** 20:.1f}"))
-    with st.expander(t("train.schedule")):
-        ui.plot(schedule_figure(model_cfg, train_cfg), key="train.schedule_fig")
+    opened, box = ui.fold(t("train.schedule"), "sched")  # the chart is drawn only while open (issue #25)
+    if opened:
+        with box:
+            ui.plot(schedule_figure(model_cfg, train_cfg), key="train.schedule_fig")
     if cached.training.running():
         st.caption(t("train.running_note"))
     cached.training.buttons(t("train.go"), "train.go", cached.build_run,
@@ -483,8 +487,10 @@ with tabs[tab]:  # only the open tab is drawn
         if not cached.training.running() and not finished and model is not None and model.history:
             ui.plot(curves([(t("train.this_model"), model.history)]), key="train.curves")
     elif tab == "compare":
-        with st.expander(t("train.cmp_settings")):
-            model_cfg, train_cfg = model_settings(task.name), train_settings()
+        opened, box = ui.fold(t("train.cmp_settings"), "cmp_set")  # drawn only while open; closed, they hold
+        where = box if opened else ui.HIDDEN
+        with where:
+            model_cfg, train_cfg = model_settings(task.name, where), train_settings(where)
         compare_tab(task, model_cfg, train_cfg)
     elif model is None:
         st.warning(t("train.no_model"))

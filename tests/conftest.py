@@ -60,13 +60,25 @@ def md_tables(at) -> list:
 
     import pandas as pd
 
+    def plain(cell: str) -> str:
+        """A cell's text as shown: our own markup (bold, :red[...], a code span) dropped, escapes undone."""
+        code = re.fullmatch(r"(`+) (.*) \1", cell)
+        if code:
+            return code[2].replace(r"\|", "|")
+        cell = re.sub(r"(?<!\\)\*\*", "", cell)
+        cell = re.sub(r"(?<!\\):[a-z]+\[(.*?)(?<!\\)\]", r"\1", cell)
+        cell = re.sub(r" (`+) (.*?) \1", lambda m: " " + m[2].replace(r"\|", "|"), cell)
+        return re.sub(r"\\(.)", r"\1", cell)
+
     def cells(line: str) -> list[str]:
         parts = re.split(r"(?<!\\)\|", line.strip())[1:-1]   # split on unescaped pipes; drop the outer ones
-        return [re.sub(r"\\(.)", r"\1", p.strip()) for p in parts]
+        return [plain(p.strip()) for p in parts]
 
     out = []
     for md in at.markdown:
         lines = str(md.value).split("\n")
+        if lines[0].startswith("**") and len(lines) > 2 and not lines[1]:
+            lines = lines[2:]  # a table's title (ui.table(..., title=))
         if len(lines) >= 2 and lines[0].startswith("| ") and set(lines[1].replace(" ", "")) <= {"|", "-"}:
             out.append(pd.DataFrame([cells(x) for x in lines[2:]], columns=cells(lines[0])))
     return out

@@ -171,6 +171,25 @@ def test_training_runs_as_a_job_and_replaces_the_shipped_model_zh():
     assert not [b for b in at.button if b.key == "lm.live_stop"]  # the live panel (and its Stop) went with the run
 
 
+def test_closed_settings_are_not_drawn_and_still_decide_the_run():
+    """Issue #25: the training settings are drawn only while their fold is open; closed, the address's values hold
+    and are the ones the run trains with."""
+    at = open_lm({"lang": "en", "induction_seconds": "7", "induction_seed": "3", "induction_kv": "mqa"})
+    assert_clean(at)
+    assert not [s for s in at.slider if s.label == "Training seconds"] and not at.number_input
+    at.button(key="lm.go_induction").click().run()
+    job = at.session_state["_jobs.lm"]
+    trainer = job.info["run"].trainers[0][1]
+    assert (trainer.train_cfg.max_seconds, trainer.train_cfg.seed) == (7.0, 3)
+    assert trainer.model_cfg.n_kv_heads == 1  # multi-query: one key/value head
+    at.button(key="lm.live_stop").click().run()
+    assert job.join(60)
+    opened = open_lm({"lang": "en", "induction_seconds": "7", "induction_seed": "3", "induction_set": "1"})
+    assert_clean(opened)
+    assert widget(opened, "slider", "language_model.induction_seconds").value == 7
+    assert widget(opened, "number_input", "language_model.induction_seed").value == 3
+
+
 def test_stop_button_stops_a_long_run():
     at = open_lm({"lang": "en", "tab": "generate", "chars_seconds": "120"})
     at.button(key="lm.go_chars").click().run()

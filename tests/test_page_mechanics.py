@@ -4,7 +4,7 @@ input shown as an error element instead of a traceback."""
 import numpy as np
 import pytest
 
-from tests.conftest import assert_clean, figures, plotly_array, run_page, widget
+from tests.conftest import assert_clean, figures, md_tables, plotly_array, run_page, widget
 
 
 def _figures(at) -> list[dict]:
@@ -49,8 +49,13 @@ def test_steps_worked_example_en():
     titles = _titles(at)
     assert "+ mask (−∞ where blocked)  (3 × 3)" in titles and any("dropout" in t for t in titles)
     assert at.query_params["causal"] == ["1"] or at.query_params["causal"] == "1"
-    table = at.table[-1].value  # the batched-shapes walkthrough (a static table: its notes wrap)
+    assert not md_tables(at) and [e.label for e in at.expander][-1] == "Batched multi-head shapes"  # closed: undrawn
+    at = run_page("mechanics", {"lang": "en", "shapes": "1"})
+    table = md_tables(at)[-1]  # the batched-shapes walkthrough (a static markdown table: its notes wrap)
     assert "(2, 2, 5, 4)" in table.iloc[:, 1].tolist()
+    assert "q = q.view(2, 5, 2, 4)" in table.iloc[:, 0].tolist()  # the code as written, in a code span
+    failed = table[table.iloc[:, 1] == "✗"]
+    assert len(failed) == 1 and "view size is not compatible" in failed.iloc[0, -1]  # torch's own error, in the note
 
 
 def test_the_inputs_open_in_their_own_section():
@@ -63,7 +68,7 @@ def test_the_inputs_open_in_their_own_section():
     assert not [b for b in at.button if b.key == "mechanics.reset"]
     at = run_page("mechanics", {"lang": "zh", "edit": "1"})
     assert_clean(at)
-    assert [b for b in at.button if b.key == "mechanics.reset"] and len(at.expander) == 1
+    assert [b for b in at.button if b.key == "mechanics.reset"] and len(at.expander[0].children) > 0
     assert len(at.dataframe) == 4  # the four editors
     assert "查看并修改 X、W_q、W_k、W_v" == at.expander[0].label
     at = run_page("mechanics", {"lang": "en", "src": "random", "inputs": "1"})
@@ -73,7 +78,7 @@ def test_the_inputs_open_in_their_own_section():
 
 
 def test_steps_random_and_shapes_zh():
-    at = run_page("mechanics", {"lang": "zh", "src": "random"})
+    at = run_page("mechanics", {"lang": "zh", "src": "random", "shapes": "1"})
     assert_clean(at)
     at.slider(key="mechanics.rn").set_value(6).run()
     at.slider(key="mechanics.rdk").set_value(3).run()
@@ -81,7 +86,7 @@ def test_steps_random_and_shapes_zh():
     assert "每行之和" in _text(at)
     at.slider(key="mechanics.bdm").set_value(12).run()
     widget(at, "selectbox", "mechanics.bh").set_value(3).run()
-    shapes = at.table[-1].value.iloc[:, 1].tolist()
+    shapes = md_tables(at)[-1].iloc[:, 1].tolist()
     assert "(2, 3, 5, 4)" in shapes and "(2, 3, 5, 5)" in shapes
 
 

@@ -3,8 +3,8 @@ import numpy as np
 import pytest
 
 from app_pages._ui.training_job import shipped_path
-from tests.conftest import assert_clean, figure_text, figures, plotly_array, run_page, widget
-from viz_core.seq2seq.training import load_checkpoint
+from tests.conftest import assert_clean, figure_text, figures, md_tables, plotly_array, run_page, widget
+from viz_core.seq2seq.training import TrainConfig, load_checkpoint
 
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")  # small models: one torch thread
@@ -27,7 +27,7 @@ def test_opens_with_the_shipped_model_and_only_the_open_tab_is_drawn_en():
     assert "model shipped with the app" in texts(at.info)
     assert [t.label for t in at.tabs] == ["Train", "Decode", "Attention", "Snapshots", "Save / load",
                                           "Compare runs"]
-    assert len(figures(at)) == 2 and not at.code  # schedule + training curves of the Train tab, nothing of the others
+    assert len(figures(at)) == 1 and not at.code  # the Train tab's training curves, nothing of the other tabs
     at = run_page("train", {"lang": "en", "tab": "decode"})
     assert at.code[0].value == "3 5 6 2 9 5 1 4 1 3"  # greedy output of the shipped reverse model
     assert "Correct" in texts(at.success)
@@ -35,6 +35,30 @@ def test_opens_with_the_shipped_model_and_only_the_open_tab_is_drawn_en():
     at = run_page("train", {"lang": "en", "tab": "snapshots"})
     assert_clean(at)
     assert len(figures(at)) == 2  # snapshot maps + curves with the snapshot marker
+
+
+def test_closed_folds_draw_nothing_and_their_settings_hold():
+    """Issue #25: the optimizer settings and the schedule chart are drawn only while their fold is open; closed, the
+    settings still decide the run (the address's lr / warmup reach the schedule), and the compare tab's settings too."""
+    at = run_page("train", {"lang": "en", "lr": "2", "warmup": "100", "preset": "tiny"})
+    assert_clean(at)
+    assert not [s for s in at.slider if s.label == "Warmup steps"] and len(figures(at)) == 1
+    at = run_page("train", {"lang": "en", "lr": "2", "warmup": "100", "preset": "tiny", "sched": "1"})
+    assert_clean(at)
+    assert not [s for s in at.slider if s.label == "Warmup steps"]  # its own fold stays closed
+    lr = [max(plotly_array(d["y"])) for f in figures(at) for d in f["data"] if d.get("mode") != "markers"]
+    peak = 2.0 * 32 ** -0.5 * 100 ** -0.5  # noam: f * d_model^-0.5 * warmup^-0.5 at step = warmup (tiny: d = 32)
+    assert any(abs(v - peak) < 1e-9 for v in lr), (lr, peak)
+    opened = run_page("train", {"lang": "en", "lr": "2", "warmup": "100", "optim": "1"})
+    assert_clean(opened)
+    assert widget(opened, "slider", "train.warmup").value == 100 and widget(opened, "slider", "train.lr").value == 2.0
+    cmp = run_page("train", {"lang": "en", "tab": "compare", "preset": "tiny"})
+    assert_clean(cmp)
+    assert not [r for r in cmp.radio if r.label == "Model size"]  # the compare tab's settings fold is closed
+    cmp = run_page("train", {"lang": "en", "tab": "compare", "preset": "tiny", "cmp_set": "1", "optim": "1"})
+    assert_clean(cmp)
+    assert [r.value for r in cmp.radio if r.label == "Model size"] == ["tiny"]
+    assert widget(cmp, "slider", "train.warmup").value == TrainConfig.warmup
 
 
 @pytest.mark.parametrize("lang", ["en", "zh"])
@@ -87,7 +111,7 @@ def test_short_training_run_zh():
     # the finished run's curves stay where the live ones were (same chart key), under a green badge, and the Train
     # tab does not draw them a second time at its bottom
     assert ":green-badge[" in badges(at) and "你的训练已结束" in badges(at)
-    assert len(figures(at)) == 2  # the finished curves and the Train tab's schedule, not the curves again
+    assert len(figures(at)) == 1  # the finished curves, not drawn a second time at the Train tab's bottom
     model, origin = at.session_state["train.models"]["addition"]
     assert origin == "trained" and model.info["steps"] > 0 and model.history
     assert "你训练的模型" in texts(at.info)
@@ -95,8 +119,8 @@ def test_short_training_run_zh():
     # accuracy at the last evaluation and the rule that decides, as a note (not "success")
     assert "用完了时间预算" in texts(at.info) and "最差的输入长度" in texts(at.info) and "连续 2 次" in texts(at.info)
     assert "第 2 步" not in texts(at.success)
-    table = at.table[0].value  # the accuracy of the trained model at every input length (1 and 2 digits)
-    assert list(table.columns) == ["1", "2"] and "在第" in texts(at.caption)
+    table = md_tables(at)[0]  # the accuracy of the trained model at every input length (1 and 2 digits)
+    assert list(table.columns)[1:] == ["1", "2"] and "在第" in texts(at.caption)
     assert not [b for b in at.button if b.key == "train.live_stop"]  # no job left running: no live panel, no Stop
     assert any(b.key == "train.go" and not b.disabled for b in at.button)
 
@@ -156,12 +180,18 @@ def test_malformed_input_is_refused_with_a_message(lang, task, text, words):
 def test_the_shipped_model_shows_its_accuracy_at_every_input_length():
     at = run_page("train", {"lang": "en", "task": "sort"})
     assert_clean(at)
-    table = at.table[0].value
-    assert list(table.columns) == [str(n) for n in range(3, 11)]
-    assert all(float(v) >= 99.0 for v in table.iloc[0])  # the re-shipped sort model: >= 99 % at every length
+    table = md_tables(at)[0]
+    assert list(table.columns) == ["input length", *(str(n) for n in range(3, 11))]
+    assert table.iloc[0, 0] == "exact %"
+    values = [float(v) for v in table.iloc[0, 1:]]
+    assert all(v >= 99.0 for v in values)  # the re-shipped sort model: >= 99 % at every length
+    md = next(m.value for m in at.markdown if "| input length |" in m.value)
+    assert md.startswith("**Accuracy by input length**")
+    if min(values) < 100:  # the weakest length (the longest of the lowest) is marked bold and red, and only it
+        assert md.count(":red[") == 1 and f"**:red[{min(values):.1f}]**" in md
     assert "1000 inputs per length" in texts(at.caption) and "Worst length" in texts(at.caption)
     at = run_page("train", {"lang": "zh", "task": "addition"})
-    assert list(at.table[0].value.columns) == ["1", "2"] and "较长那个的位数" in texts(at.caption)
+    assert list(md_tables(at)[0].columns)[1:] == ["1", "2"] and "较长那个的位数" in texts(at.caption)
 
 
 def _details(**kw) -> dict:
@@ -211,7 +241,7 @@ def test_a_model_stopped_before_its_first_evaluation_says_so_instead_of_a_questi
     at.run()
     assert_clean(at)
     assert "Showing your model" in texts(at.info) and "?" not in texts(at.info)
-    assert "stopped before the first evaluation" in texts(at.caption) and not at.table
+    assert "stopped before the first evaluation" in texts(at.caption) and not md_tables(at)
 
 
 # ---------------------------------------------------------------- the student's own input

@@ -112,3 +112,28 @@ def test_a_static_table_is_markdown_whose_cells_stay_as_written():
     assert list(frame.columns) == ["name | kind", "value"]
     assert frame["name | kind"].tolist() == ["<b>bold</b>", "*x* | y", "1. first"]
     assert frame["value"].tolist() == ["1.5e-03", "—", "`z`"]
+
+
+def _marked_table():
+    from app_pages import _ui as ui
+    ui.table([{"code": ui.Md(ui.code_md("x.view(2, 5) | y `q`")), "note": ui.Md(ui.plain_md("*fails*") + " "
+                                                                               + ui.code_md("Use .reshape()")),
+               "value": ui.Md("**:red[85.0]**")},
+              {"code": ui.Md(ui.code_md("a_b")), "note": "<i>ok</i>", "value": "99.1"}], title="Accuracy *by* length")
+
+
+def test_a_tables_own_markup_cells_and_title():
+    """Md cells are written as they are (code spans, a red mark), any other cell is escaped; code_md's fence is
+    longer than any backtick run inside and a '|' in code stays in its cell; the title is bold plain text."""
+    from app_pages import _ui as ui
+    from tests.conftest import md_tables
+    assert ui.code_md("a `b` c") == "`` a `b` c ``" and ui.code_md("p|q") == r"` p\|q `"
+    at = AppTest.from_function(_marked_table, default_timeout=30).run()
+    assert not at.exception
+    body = at.markdown[0].value
+    assert body.startswith("**Accuracy \\*by\\* length**\n\n| code | note | value |")
+    assert "**:red[85.0]**" in body and "\\<i\\>ok\\</i\\>" in body and "`` x.view(2, 5) \\| y `q` ``" in body
+    [frame] = md_tables(at)
+    assert frame["code"].tolist() == ["x.view(2, 5) | y `q`", "a_b"]
+    assert frame["note"].tolist() == ["*fails* Use .reshape()", "<i>ok</i>"]
+    assert frame["value"].tolist() == ["85.0", "99.1"]

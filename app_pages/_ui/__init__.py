@@ -476,15 +476,38 @@ def plain_md(text: str) -> str:
     return LIST_START.sub(lambda m: m[1] + ("\\" + m[2] if m[2] else m[3] + "\\" + m[4]), escaped)
 
 
-def table(frame) -> None:
-    """A small static table (a DataFrame of our own numbers and labels) as a markdown table: the browser draws it at
-    once, where st.table first decodes an Arrow table (about 25 ms of Optimizers' page switch in Chromium, measured
-    interleaved, issue #25). Every cell and header is escaped (plain_md): nothing in one is read as markup, and a
-    '|' stays in its cell. Read back in tests with tests/conftest.md_tables."""
+class Md(str):
+    """A table cell that is already safe markdown (built from plain_md / code_md and our own markup): ui.table
+    writes it as it is."""
+
+
+def code_md(text: str) -> str:
+    """Text as inline code in a markdown table cell, shown as typed: the fence is one backtick longer than any run of
+    backticks inside, and a '|' is escaped (a table splits cells on it even inside code)."""
+    one_line = str(text).replace("\r", " ").replace("\n", " ")
+    fence = "`" * (max((len(run) for run in re.findall(r"`+", one_line)), default=0) + 1)
+    return f"{fence} {one_line} {fence}".replace("|", r"\|")
+
+
+def table(frame, title: str | None = None) -> None:
+    """A small static table (a DataFrame, or a list of row dicts, of our own numbers and labels) as a markdown table:
+    the browser draws it at once, where st.table first decodes an Arrow table (about 25 ms of Optimizers' page switch
+    in Chromium, measured interleaved, issue #25). Every cell and header is escaped (plain_md): nothing in one is read
+    as markup, and a '|' stays in its cell; a cell that is an Md is written as it is (row dicts only: a DataFrame may
+    store it as a plain string). A title (plain text) goes in bold above it, in the same element. Read back in tests
+    with tests/conftest.md_tables."""
+    if isinstance(frame, list):
+        columns, rows = list(frame[0]), [list(r.values()) for r in frame]
+    else:
+        columns, rows = list(frame.columns), list(frame.itertuples(index=False))
+
+    def cell(c) -> str:
+        return c if isinstance(c, Md) else plain_md(str(c))
+
     def row(cells) -> str:
-        return "| " + " | ".join(plain_md(str(c)) for c in cells) + " |"
-    st.markdown("\n".join([row(frame.columns), "|" + " --- |" * len(frame.columns),
-                           *(row(r) for r in frame.itertuples(index=False))]))
+        return "| " + " | ".join(cell(c) for c in cells) + " |"
+    head = [f"**{plain_md(title)}**", ""] if title else []
+    st.markdown("\n".join([*head, row(columns), "|" + " --- |" * len(columns), *(row(r) for r in rows)]))
 
 
 def show_error(exc: Exception) -> None:

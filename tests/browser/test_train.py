@@ -6,6 +6,7 @@ the script's "notRunning"), never a fixed sleep."""
 from __future__ import annotations
 
 import io
+import re
 import zipfile
 
 import pytest
@@ -49,12 +50,20 @@ def wait_step_beyond(page, step: int, timeout_s: float = 60) -> int:
 
 
 def by_length_table(page) -> dict[str, str]:
-    """The "accuracy by input length" table as {length: exact %} (a static table: header row, one row of values)."""
-    table = page.locator("[data-testid='stTable'] table").first
+    """The "accuracy by input length" table as {length: exact %} (a markdown table: a header row, one row of values,
+    each row named in its first cell)."""
+    table = page.locator("[data-testid='stMain'] [data-testid='stMarkdownContainer'] table").first
     table.wait_for(timeout=30_000)
     heads = [c.inner_text().strip() for c in table.locator("thead th").all()]
     cells = [c.inner_text().strip() for c in table.locator("tbody tr").first.locator("td").all()]
-    return dict(zip(heads[-len(cells):], cells))
+    return dict(zip(heads[1:], cells[1:]))
+
+
+def by_length_colours(page) -> list[str]:
+    """The computed text colour of each value cell of that table (the weakest length is marked red)."""
+    table = page.locator("[data-testid='stMain'] [data-testid='stMarkdownContainer'] table").first
+    return table.locator("tbody tr").first.locator("td").evaluate_all(
+        "tds => tds.slice(1).map(td => getComputedStyle(td.querySelector('span') || td).color)")
 
 
 def shown_output(page) -> str:
@@ -208,6 +217,12 @@ def test_the_shipped_model_shows_its_accuracy_at_every_input_length(open_page):
     table = by_length_table(page)
     assert list(table) == [str(n) for n in range(3, 11)]
     assert all(float(v) >= 99.0 for v in table.values()), table
+    colours = by_length_colours(page)
+    weakest = min(range(len(table)), key=lambda i: (float(list(table.values())[i]), -i))
+    if float(list(table.values())[weakest]) < 100:  # only the weakest length stands out, in red
+        assert [c for i, c in enumerate(colours) if i != weakest] == [colours[0 if weakest else 1]] * (len(colours) - 1)
+        r, g, b = (int(x) for x in re.findall(r"\d+", colours[weakest])[:3])
+        assert r > 150 and r > 2 * g and r > 2 * b, colours
     assert "1000 inputs per length" in main_text(page)
     switch_language(page, "zh")
     assert "按输入长度统计的准确率" in main_text(page) and list(by_length_table(page)) == list(table)
