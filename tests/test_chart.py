@@ -98,15 +98,19 @@ def test_no_gzipped_copy_where_the_folder_cannot_be_written(static):
     assert chart.compress() is None
 
 
-def _asgi(path: str, headers=(), method: str = "GET"):
-    """Run PlotlyAsset on one request: (the response's status, headers, body, whether the app behind was called)."""
+def _asgi(path: str, headers=(), method: str = "GET", answer=None):
+    """Run PlotlyAsset on one request: (the response's status, headers, body, whether the app behind was called).
+    answer: what the app behind sends, (status, headers, body chunks); by default a 200 with one chunk."""
     from tests.conftest import run_async
     sent, behind = [], []
+    status, app_headers, chunks = answer or (200, [(b"x-from", b"app")], [b"served by the app"])
 
     async def app(scope, receive, send):
         behind.append(scope["path"])
-        await send({"type": "http.response.start", "status": 200, "headers": [(b"x-from", b"app")]})
-        await send({"type": "http.response.body", "body": b"served by the app"})
+        await send({"type": "http.response.start", "status": status, "headers": list(app_headers)})
+        for i, chunk in enumerate(chunks):
+            await send({"type": "http.response.body", "body": chunk if method == "GET" else b"",
+                        "more_body": i < len(chunks) - 1})
 
     async def send(message):
         sent.append(message)
@@ -150,6 +154,64 @@ def test_everything_else_is_served_as_before(static, path, headers, written):
         chart.compress()
     status, got, body, behind = _asgi(path, headers)
     assert behind and body == b"served by the app" and got == {b"x-from": b"app"}
+
+
+PAGE = b"<!DOCTYPE html><html><head><title>Streamlit</title></head><body><div id='root'></div></body></html>"
+
+
+def _html(status: int = 200, extra=(), chunks=(PAGE[:40], PAGE[40:])):
+    length = str(len(b"".join(chunks))).encode()
+    headers = [(b"content-type", b"text/html; charset=utf-8"), (b"content-length", length), *extra]
+    return status, headers, list(chunks)
+
+
+def test_the_page_starts_fetching_plotly_js_with_its_own_scripts(static):
+    """Issue #25's cold start: the page's HTML (sent in two chunks here) gets a rel=preload of plotly.js and a script
+    that runs it at the load event through the chart element's own promise; its content-length follows, and a
+    HEAD's content-length is the GET's."""
+    status, headers, body, behind = _asgi("/mechanics", answer=_html())
+    tags = chart.head_tags()
+    src = f"./app/static/plotly.min.js?v={plotly.__version__}"
+    assert status == 200 and behind and body == PAGE.replace(b"<head>", b"<head>" + tags)
+    assert int(headers[b"content-length"]) == len(body) and body.count(tags) == 1
+    assert f'<link rel="preload" as="script" href="{src}" onload="window.__aeRunPlotly()">'.encode() in tags
+    assert chart.with_head_tags(b"<html><head lang='x'></head></html>") == (
+        b"<html><head lang='x'>" + tags + b"</head></html>")  # no bare <head>: before </head>
+    assert b"window.__aePlotly" in tags and "window.__aePlotly" in chart.JS  # one promise: fetched and run once
+    assert f"app/static/plotly.min.js?v={plotly.__version__}" in chart.JS  # the same address as the element's
+    head = _asgi("/mechanics", method="HEAD", answer=_html())
+    assert head[2] == b"" and int(head[1][b"content-length"]) == len(body)
+
+
+def test_a_gzipped_page_gets_them_too(static):
+    """Streamlit's gzip middleware compresses the page for a browser (Accept-Encoding: gzip): it is opened, given the
+    tags and compressed again, with its new content-length. A HEAD of it passes as it is."""
+    import gzip
+    packed = gzip.compress(PAGE)
+    answer = _html(extra=[(b"content-encoding", b"gzip")], chunks=(packed[:10], packed[10:]))
+    status, headers, body, behind = _asgi("/", GZIP, answer=answer)
+    assert status == 200 and headers[b"content-encoding"] == b"gzip" and int(headers[b"content-length"]) == len(body)
+    assert gzip.decompress(body) == chart.with_head_tags(PAGE) != PAGE
+    head = _asgi("/", GZIP, method="HEAD", answer=answer)
+    assert head[1] == dict(answer[1]) and head[2] == b""
+
+
+@pytest.mark.parametrize("answer", [
+    _html(status=304),                                           # the browser's copy is still good
+    _html(extra=[(b"content-encoding", b"br")]),                 # compressed some other way: not rewritten
+    (200, [(b"content-type", b"application/javascript")], [b"var x = '</head>';"]),  # not a page
+    _html(chunks=(b"<html><body>no head</body></html>",)),       # no head: nowhere to put them
+])
+def test_any_other_answer_passes_unchanged(static, answer):
+    status, headers, body, behind = _asgi("/", answer=answer)
+    assert behind and status == answer[0] and body == b"".join(answer[2])
+    assert list(headers.items()) == [(k, v) for k, v in answer[1]]
+
+
+def test_no_tags_when_charts_are_drawn_by_streamlit(static, monkeypatch):
+    monkeypatch.setenv("ATTN_PLOTLY_ELEMENT", "0")
+    chart.available.cache_clear()
+    assert _asgi("/", answer=_html())[2] == PAGE and chart.with_head_tags(PAGE) == PAGE
 
 
 def test_the_server_puts_it_in_front_of_streamlit():

@@ -8,8 +8,10 @@ How it works:
 - plotly.min.js of the pinned plotly package is copied once into the app's static folder (`static/`, Streamlit's
   static serving) and loaded once per browser tab, at an address that names plotly's version. The server's warm-up
   gzips it once (compress) and PlotlyAsset sends that copy with a year's caching, instead of Streamlit compressing
-  4.6 MB again for every visitor. A session's first run starts the load before anything else (preload: a hidden
-  element first in the sidebar), so the script is on its way while the page's other elements are drawn (cold start);
+  4.6 MB again for every visitor. PlotlyAsset also puts head_tags() first in the page's HTML: plotly.js is fetched
+  with the page's first requests and run as soon as it is in, while the browser still waits for Streamlit's own
+  scripts (cold start). Should the HTML not carry them, a session's first run starts the load before anything else
+  (preload: a hidden element first in the sidebar);
 - each chart is a `st.components.v2` element without an iframe or shadow root: its data is the figure's JSON as bytes
   (no second encoding), parsed once in the browser and drawn with one `Plotly.newPlot`;
 - Streamlit's plotly theme is applied as st.plotly_chart applies it: the figure carries plotly's "streamlit" template
@@ -262,11 +264,42 @@ def _gzipped(path: Path) -> bytes | None:
     return _GZIPPED[path]
 
 
+def head_tags() -> bytes:
+    """What the page's HTML gets first in its <head> (PlotlyAsset): plotly.js is fetched before the page's ~60 scripts
+    of Streamlit take the browser's six connections (rel=preload: fetched, not run), and run as soon as it is in (the
+    link's load event; the page's load event at the latest). That is while the browser still waits for Streamlit's
+    scripts, not after the page's first elements are drawn (issue #25's cold start: 0.35 s of the main thread moved
+    off the first heatmap's way). It goes through the chart element's own promise (window.__aePlotly): fetched and
+    run once, whichever asks first."""
+    src = f"./app/static/{PLOTLY_JS}?v={plotly.__version__}"
+    run = ('<script>(function () { var src = new URL("' + src + '", document.baseURI).href;'
+           ' window.__aeRunPlotly = function () { if (window.__aePlotly) return;'
+           ' window.__aePlotly = new Promise(function (ok, fail) { var s = document.createElement("script");'
+           ' s.src = src; s.onload = function () { ok(window.Plotly); };'
+           ' s.onerror = function () { window.__aePlotly = null; fail(new Error("plotly.js could not be loaded")); };'
+           ' document.head.appendChild(s); }); window.__aePlotly.catch(function () {}); };'
+           ' addEventListener("load", window.__aeRunPlotly); })();</script>')
+    return (run + f'<link rel="preload" as="script" href="{src}" onload="window.__aeRunPlotly()">').encode()
+
+
+def with_head_tags(html: bytes) -> bytes:
+    """The page's HTML with head_tags() first in its <head> (or before its </head>); unchanged without either, or
+    when charts are drawn by st.plotly_chart (no plotly.min.js of ours to load)."""
+    if not available():
+        return html
+    if b"<head>" in html:
+        return html.replace(b"<head>", b"<head>" + head_tags(), 1)
+    if b"</head>" in html:
+        return html.replace(b"</head>", head_tags() + b"</head>", 1)
+    return html
+
+
 class PlotlyAsset:
     """ASGI middleware: plotly.min.js sent from its gzipped copy (compress()), with a year's caching (its address
     carries plotly's version). Without it Streamlit's gzip middleware compresses the 4.6 MB file again for every
     visitor: 0.3-0.4 s of the server's CPU on the first chart's way (issue #25). Any other request, a client that
-    does not take gzip, or a copy not written yet: served as before."""
+    does not take gzip, or a copy not written yet: served as before. The page's HTML (a 200 text/html answer to a
+    GET, not compressed) gets head_tags()."""
 
     SUFFIX = "/app/static/" + PLOTLY_JS
 
@@ -274,9 +307,10 @@ class PlotlyAsset:
         self.app = app
 
     async def __call__(self, scope, receive, send):
-        if scope["type"] != "http" or not scope["path"].endswith(self.SUFFIX) or scope["method"] not in ("GET",
-                                                                                                       "HEAD"):
+        if scope["type"] != "http" or scope["method"] not in ("GET", "HEAD"):
             return await self.app(scope, receive, send)
+        if not scope["path"].endswith(self.SUFFIX):
+            return await self.app(scope, receive, _HtmlHead(send, head_only=scope["method"] == "HEAD"))
         accepts = b"gzip" in dict(scope.get("headers") or []).get(b"accept-encoding", b"")
         body = _gzipped(STATIC_DIR / GZ_NAME) if accepts else None
         if body is None:
@@ -286,6 +320,48 @@ class PlotlyAsset:
             (b"content-length", str(len(body)).encode()), (b"vary", b"Accept-Encoding"),
             (b"cache-control", b"public, max-age=31536000, immutable")]})
         await send({"type": "http.response.body", "body": b"" if scope["method"] == "HEAD" else body})
+
+
+class _HtmlHead:
+    """The `send` of one GET: a 200 text/html answer, plain or gzipped (Streamlit's gzip middleware compresses the
+    page for a browser), is held until its last chunk, then sent with_head_tags() (compressed again where it was) and
+    its new content-length; any other answer passes as it comes. For a HEAD (head_only), a plain page's
+    content-length is the one the GET's would have."""
+
+    def __init__(self, send, head_only: bool = False):
+        self.send, self.head_only, self.start, self.chunks, self.gzipped = send, head_only, None, [], False
+
+    async def __call__(self, message):
+        if message["type"] == "http.response.start":
+            headers = {k.lower(): v for k, v in message.get("headers") or []}
+            encoding = headers.get(b"content-encoding")
+            if (message.get("status") == 200 and headers.get(b"content-type", b"").startswith(b"text/html")
+                    and encoding in (None, b"gzip") and not (self.head_only and encoding)):
+                if not self.head_only:
+                    self.start, self.gzipped = message, encoding == b"gzip"
+                    return None
+                if available() and headers.get(b"content-length", b"").isdigit():
+                    length = int(headers[b"content-length"]) + len(head_tags())
+                    message = {**message, "headers": [(k, v) for k, v in message["headers"]
+                                                      if k.lower() != b"content-length"]
+                               + [(b"content-length", str(length).encode())]}
+            return await self.send(message)
+        if message["type"] != "http.response.body" or self.start is None:
+            return await self.send(message)
+        self.chunks.append(message.get("body", b""))
+        if message.get("more_body"):
+            return None
+        body = b"".join(self.chunks)
+        if self.gzipped:
+            try:
+                body = gzip.compress(with_head_tags(gzip.decompress(body)), compresslevel=6, mtime=0)
+            except (OSError, EOFError):  # not gzip after all: sent as it came
+                pass
+        else:
+            body = with_head_tags(body)
+        headers = [(k, v) for k, v in self.start.get("headers") or [] if k.lower() != b"content-length"]
+        await self.send({**self.start, "headers": [*headers, (b"content-length", str(len(body)).encode())]})
+        return await self.send({"type": "http.response.body", "body": body})
 
 
 # The house config (the PNG button's settings) and the modebar st.plotly_chart shows: no "Share chart" (plotly.js

@@ -81,9 +81,10 @@ def test_every_chart_is_the_element_clickable_ones_included(open_page):
 
 
 def test_plotly_js_is_loaded_once_per_tab_gzipped_and_kept_by_the_browser(browser, server_url):
-    """The first run's hidden preloader asks for plotly.js before any chart arrives; the server sends its gzipped copy
-    (chart.PlotlyAsset) with a year's caching, at an address that names plotly's version; a page switch asks for it
-    no more."""
+    """The page's HTML asks for plotly.js with its own scripts (rel=preload, chart.head_tags), and it is run once (one
+    script element, whichever of the page's load event, the hidden preloader or a chart comes first); the server
+    sends its gzipped copy (chart.PlotlyAsset) with a year's caching, at an address that names plotly's version; a
+    page switch asks for it no more."""
     import plotly
 
     from app_pages._ui import chart
@@ -99,6 +100,10 @@ def test_plotly_js_is_loaded_once_per_tab_gzipped_and_kept_by_the_browser(browse
         assert len(got) == 1 and got[0].url.endswith(f"/app/static/plotly.min.js?v={plotly.__version__}")
         headers = got[0].all_headers()
         assert headers["content-encoding"] == "gzip" and "immutable" in headers["cache-control"], headers
+        fetched_by = page.evaluate("""() => performance.getEntriesByType('resource')
+            .filter(e => e.name.includes('plotly.min.js')).map(e => e.initiatorType)""")
+        assert fetched_by == ["link"]  # by the page's HTML, before any element of the first run
+        assert page.locator("script[src*='plotly.min.js']").count() == 1  # run once
         preloader = page.locator(f".st-key-{chart.PRELOAD_KEY}")
         assert preloader.count() == 1 and preloader.is_hidden()  # it takes no room in the sidebar
         page.locator("[data-testid='stSidebar'] [data-testid='stPageLink-NavLink']").filter(has_text="Scaling").click()
