@@ -396,7 +396,7 @@ def row_train(browser, url: str, runs: int, timeout_s: float) -> tuple[list[floa
             page.wait_for_selector("[data-testid='stProgress']", timeout=timeout_s * 1000)
             first.append(time.perf_counter() - t0)
             page.wait_for_timeout(2000)
-            stop_button = page.locator(".st-key-train-stop button")
+            stop_button = page.locator(".st-key-train-live_stop button")  # the live panel's one Stop (issue #24)
             stop_button.scroll_into_view_if_needed()
             page.wait_for_timeout(300)
             t0 = time.perf_counter()
