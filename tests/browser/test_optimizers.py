@@ -8,6 +8,39 @@ from tests.browser.conftest import CHART, SHOTS, assert_no_exception, screenshot
 from viz_core import i18n
 
 pytestmark = pytest.mark.browser
+SIX = "sgd,momentum,adagrad,rmsprop,adam,adamw"  # the five classic racers and AdamW
+
+
+def _racer_rows(page) -> list[str]:
+    """The first column of the results table (a markdown table), as shown."""
+    table = page.locator("[data-testid='stMain'] [data-testid='stMarkdownContainer'] table").first
+    table.wait_for(timeout=30_000)
+    return [c.strip() for c in table.locator("tbody tr td:first-child").all_inner_texts()]
+
+
+@pytest.mark.parametrize("lang", ["en", "zh"])
+def test_racers_are_picked_by_clicking_their_pills(open_page, lang):
+    """Issue #25: the racers are one row of pills. Click Momentum off and NAdam on, the way a person would: the race,
+    its table and the address follow; Back undoes the last click; a reload of the address keeps the pick."""
+    page = open_page(f"/optimizers?lang={lang}&steps=60")
+    assert _racer_rows(page) == ["SGD", "Momentum", "AdaGrad", "RMSProp", "Adam"]
+    pills = page.locator("[data-testid='stButtonGroup']").first
+    pills.get_by_role("button", name="Momentum", exact=True).click()
+    page.wait_for_url(lambda url: "racers=" in url)  # (the default five are not written: no racers= until now)
+    wait_done(page)
+    pills.get_by_role("button", name="NAdam", exact=True).click()
+    page.wait_for_url(lambda url: "nadam" in url)
+    wait_done(page)
+    assert _racer_rows(page) == ["SGD", "AdaGrad", "RMSProp", "Adam", "NAdam"]
+    page.go_back()
+    page.wait_for_url(lambda url: "nadam" not in url)
+    wait_done(page)
+    assert _racer_rows(page) == ["SGD", "AdaGrad", "RMSProp", "Adam"]
+    page.reload()
+    wait_done(page)
+    assert _racer_rows(page) == ["SGD", "AdaGrad", "RMSProp", "Adam"]
+    assert_no_exception(page)
+    screenshot(page, f"optimizers-pills-{lang}")
 
 
 def _chart_shots(page, name: str, expected: int = 1) -> int:
@@ -99,7 +132,7 @@ def test_click_sets_start_after_play_and_after_scrubbing(open_page):
 
 @pytest.mark.parametrize("lang", ["en", "zh"])
 def test_tabs_and_divergence(open_page, lang):
-    page = open_page(f"/optimizers?lang={lang}&surface=rosenbrock&lr=0.01&steps=200&sched=warmup&r_adamw=1")
+    page = open_page(f"/optimizers?lang={lang}&surface=rosenbrock&lr=0.01&steps=200&sched=warmup&racers={SIX}")
     assert_no_exception(page)
     assert page.locator("[data-testid='stAlertContentWarning']").count() >= 1, "divergence gave no message"
     screenshot(page, f"optimizers-diverge-{lang}")
@@ -119,7 +152,7 @@ def test_tabs_and_divergence(open_page, lang):
 @pytest.mark.parametrize("lang,width,dark", [("en", 1400, False), ("zh", 420, True)])
 def test_controls_open(open_page, lang, width, dark):
     """Both expanders open (every optimizer's hyperparameters, the schedule), wide and narrow, light and dark."""
-    page = open_page(f"/optimizers?lang={lang}&r_adamw=1&own_adam=1&lr_adam=0.02", width=width, dark=dark)
+    page = open_page(f"/optimizers?lang={lang}&racers={SIX}&own_adam=1&lr_adam=0.02", width=width, dark=dark)
     assert page.get_by_label("β₁").count() == 0  # closed sections are not drawn (issue #25)
     summaries = page.locator("[data-testid='stExpander'] summary")
     assert summaries.count() == 2

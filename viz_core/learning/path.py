@@ -88,7 +88,7 @@ STEPS: tuple[Step, ...] = (
          r"\text{pre-norm: } x_{l+1} = x_l + F(\mathrm{LN}(x_l)),\quad \text{post-norm: } x_{l+1} = "
          r"\mathrm{LN}(x_l + F(x_l))"),
     Step("optimizer", "training", RACERS, "optimizers",
-         (("surface", "bowl"), ("steps", str(RACE_STEPS)), ("r_adagrad", "0"), ("r_rmsprop", "0")),
+         (("surface", "bowl"), ("steps", str(RACE_STEPS)), ("racers", "sgd,momentum,adam")),
          r"f(x, y) = 0.1\,x^2 + 2\,y^2"),
     Step("reverse", "training", ("diagonal", "anti", "uniform"), "train",
          (("task", "reverse"), ("tab", "attention"), ("kind", "cross"), ("src_reverse", REVERSE_SOURCE)),
