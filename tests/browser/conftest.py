@@ -236,6 +236,22 @@ def ticked(page, label: str) -> bool:
     return page.get_by_role("checkbox", name=label, exact=True).is_checked()
 
 
+def _pill(page, label: str):
+    return page.locator("[data-testid='stMain'] [data-testid='stButtonGroup'] button[data-variant]").filter(
+        has_text=label).first
+
+
+def pill(page, label: str) -> None:
+    """Click the pill named `label` (st.pills, several may be picked): it is picked if it was not, and dropped if it
+    was."""
+    _pill(page, label).click()
+    wait_done(page)
+
+
+def pilled(page, label: str) -> bool:
+    return _pill(page, label).get_attribute("aria-pressed") == "true"
+
+
 def switch_language(page, lang: str) -> None:
     pick(page, "Language / 语言", {"en": "English", "zh": "中文"}[lang])
 

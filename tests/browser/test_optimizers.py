@@ -18,6 +18,23 @@ def _racer_rows(page) -> list[str]:
     return [c.strip() for c in table.locator("tbody tr td:first-child").all_inner_texts()]
 
 
+def test_racers_are_picked_with_the_keyboard(open_page):
+    """The pills are one tab stop (react-aria's group): Tab reaches the first, the arrow keys the others, and Space
+    picks the one that has focus."""
+    page = open_page("/optimizers?lang=en&steps=60")
+    pills = page.locator("[data-testid='stButtonGroup'] button[data-variant]")
+    pills.first.wait_for(timeout=30_000)
+    pills.first.focus()
+    for _ in range(6):
+        page.keyboard.press("ArrowRight")
+    assert page.evaluate("() => document.activeElement.innerText") == "NAdam"
+    page.keyboard.press("Space")
+    page.wait_for_url(lambda url: "nadam" in url)
+    wait_done(page)
+    assert _racer_rows(page) == ["SGD", "Momentum", "AdaGrad", "RMSProp", "Adam", "NAdam"]
+    assert_no_exception(page)
+
+
 @pytest.mark.parametrize("lang", ["en", "zh"])
 def test_racers_are_picked_by_clicking_their_pills(open_page, lang):
     """Issue #25: the racers are one row of pills. Click Momentum off and NAdam on, the way a person would: the race,

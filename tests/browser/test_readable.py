@@ -146,8 +146,15 @@ _UNREACHED_JS = """() => {
         if (el.closest('.modebar, [data-testid="stElementToolbar"], [data-testid="stFullScreenFrame"] > div > button'))
             continue;  // plotly / dataframe toolbars: shown on hover, reachable once the chart has focus
         if (el.matches('input') && el.closest('[role=combobox]') && seen(el.closest('[role=combobox]'))) continue;
+        if (el.matches('button[data-variant]') && el.closest('[data-testid="stButtonGroup"]')) continue;  // below
         if (!seen(el)) missed.push((el.getAttribute('aria-label') || el.innerText || el.outerHTML).slice(0, 80)
                                    + ' in ' + (el.closest('[data-testid]') || el).getAttribute('data-testid'));
+    }
+    // pills / segmented controls: one tab stop per group, arrow keys move between its buttons (react-aria)
+    for (const group of main.querySelectorAll('[data-testid="stButtonGroup"]')) {
+        const buttons = Array.from(group.querySelectorAll('button[data-variant]'));
+        if (buttons.length && !buttons.some(seen) && visible(group))
+            missed.push('button group ' + group.innerText.trim().slice(0, 40));
     }
     for (const group of main.querySelectorAll('[role=radiogroup]')) {
         const radios = Array.from(group.querySelectorAll('input[type=radio], [role=radio], button'));

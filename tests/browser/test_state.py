@@ -9,8 +9,9 @@ from dataclasses import dataclass
 
 import pytest
 
-from tests.browser.conftest import (assert_no_exception, choose, chosen, go_to, open_tab, pick, picked, screenshot,
-                                    switch_language, the_open_tab, tick, ticked, type_text, typed, wait_done)
+from tests.browser.conftest import (assert_no_exception, choose, chosen, go_to, open_tab, pick, picked, pill, pilled,
+                                    screenshot, switch_language, the_open_tab, tick, ticked, type_text, typed,
+                                    wait_done)
 from viz_core.i18n import t
 
 pytestmark = pytest.mark.browser
@@ -19,7 +20,7 @@ pytestmark = pytest.mark.browser
 @dataclass(frozen=True)
 class Step:
     """One control set by a person: kind, the i18n key of its label, the value (an i18n key unless literal)."""
-    kind: str            # select | radio | text | tab | tick
+    kind: str            # select | radio | text | tab | tick | pill (the label is the pill's own text)
     label: str
     value: str = ""
     literal: bool = False
@@ -33,12 +34,13 @@ class Step:
          "radio": lambda: pick(page, label, self.shown(lang)),
          "text": lambda: type_text(page, label, self.shown(lang)),
          "tab": lambda: open_tab(page, self.shown(lang)),
-         "tick": lambda: tick(page, label)}[self.kind]()
+         "tick": lambda: tick(page, label),
+         "pill": lambda: pill(page, label)}[self.kind]()
 
     def holds(self, page, lang: str) -> bool:
         label = t(self.label, lang) if self.label else ""
-        if self.kind == "tick":
-            return ticked(page, label)
+        if self.kind in ("tick", "pill"):
+            return (ticked if self.kind == "tick" else pilled)(page, label)
         read = {"select": chosen, "radio": picked, "text": typed, "tab": lambda p, _: the_open_tab(p)}[self.kind]
         return read(page, label) == self.shown(lang)
 
@@ -67,7 +69,7 @@ SPECS = {
                                      Step("radio", "positions.measure", "positions.measure_cosine")),
                       Step("radio", "positions.measure", "positions.measure_dot"), "scaling"),
     "optimizers": Spec("/optimizers", (Step("select", "optimizers.surface", "optimizers.surface_beale"),
-                                       Step("tick", "optimizers.name_adamw"),
+                                       Step("pill", "optimizers.name_adamw"),
                                        Step("tab", "", "optimizers.tab_inside")),
                        Step("tab", "", "optimizers.tab_schedules"), "mechanics"),
     "anatomy": Spec("/anatomy", (Step("radio", "anatomy.section", "anatomy.sec_ffn"),
