@@ -264,6 +264,7 @@ def _gzipped(path: Path) -> bytes | None:
     return _GZIPPED[path]
 
 
+@lru_cache(maxsize=1)
 def head_tags() -> bytes:
     """What the page's HTML gets first in its <head> (PlotlyAsset): plotly.js is fetched before the page's ~60 scripts
     of Streamlit take the browser's six connections (rel=preload: fetched, not run), and run as soon as it is in (the
