@@ -19,13 +19,13 @@ import torch
 from .result import DEFAULT_MODEL, DISPLAY_TOKEN_LIMIT, MAX_CHARS, QKV, AttentionResult, clean_text  # noqa: F401
 from ..errors import InputError
 from ..hooks import thread_hooks
-from . import catalog
+from . import catalog, packaged
 from .architecture import Architecture, of_config
 from .policy import ModelPolicy, folder_files, is_hub_id
 from .token_text import token_labels
 
 _CAUSAL_TYPES = {"gpt2", "gpt_neo", "gptj", "gpt_neox", "gpt_bigcode", "llama", "mistral", "mixtral", "qwen2",
-                 "qwen3", "opt", "bloom", "falcon", "phi", "phi3", "gemma", "gemma2", "olmo", "stablelm", "codegen",
+                 "qwen3", "opt", "bloom", "falcon", "phi", "phi3", "gemma", "gemma2", "gemma3_text", "olmo", "olmo2", "stablelm", "codegen",
                  "ctrl", "xglm", "biogpt", "smollm3", "granite", "cohere", "starcoder2"}
 log = logging.getLogger(__name__)
 
@@ -69,10 +69,14 @@ def default_model_path() -> str:
 
 
 def _resolve(name: str | None) -> tuple[str, str | None]:
-    """(display name, packaged path or None). The default name maps to the packaged weights: no download."""
+    """(display name, packaged path or None). The default name maps to the packaged weights, a packaged decoder's id
+    to its converted cache (converted first if need be, see packaged.ensure): no download."""
     name = (name or "").strip()
     if not name or name in (DEFAULT_MODEL, "all-MiniLM-L6-v2"):
         return DEFAULT_MODEL, default_model_path()
+    decoder = packaged.by_id(name)
+    if decoder is not None:
+        return decoder.id, str(_packaged_folder(decoder))
     if len(name) > 200 or not re.fullmatch(r"[\w./\\:~ -]+", name):
         raise InputError("attention.bad_model_name", f"{name!r} is not a model id or folder", name=name[:80])
     return name, None
@@ -134,6 +138,18 @@ def load_model(name: str | None = None, policy: ModelPolicy | None = None) -> Lo
     return _load_folder(display, path)
 
 
+def _packaged_folder(d: packaged.PackagedDecoder) -> Path:
+    """The converted folder of a packaged decoder: InputError when its package is missing or conversion failed."""
+    if not packaged.installed(d):
+        raise InputError("attention.packaged_missing", f"{d.package} is not installed", name=d.id,
+                         package=d.package)
+    try:
+        return packaged.ensure(d)
+    except RuntimeError as exc:
+        log.error("packaged model %s: %s", d.id, exc)
+        raise InputError("attention.packaged_failed", str(exc), name=d.id) from exc
+
+
 def _fetch(name: str, policy: ModelPolicy) -> tuple[str, Path]:
     """(display name, local folder holding exactly the files to load), after the policy's checks."""
     if policy.allow_local and (not is_hub_id(name) or policy.is_allowed_folder(Path(name))):
@@ -183,7 +199,8 @@ def _load_folder(display: str, path: str) -> LoadedModel:
         stage = "tokenizer"
         tokenizer = AutoTokenizer.from_pretrained(path, trust_remote_code=False, local_files_only=True)
         stage = "model"
-        model, lm_head = _load_weights(path, config)
+        decoder = packaged.by_id(display)
+        model, lm_head = _load_weights(path, config, half_embedding=decoder is not None)
     except InputError:
         raise
     except Exception as exc:  # noqa: BLE001 - OSError, ValueError, KeyError...: all mean "cannot load"
@@ -191,7 +208,7 @@ def _load_folder(display: str, path: str) -> LoadedModel:
     model.eval().requires_grad_(False)
     return LoadedModel(name=display, model=model, tokenizer=tokenizer, kind=_kind(config),
                        n_layers=_n_layers(config), n_heads=_n_heads(config),
-                       max_tokens=_max_tokens(config, tokenizer),
+                       max_tokens=decoder.max_tokens if decoder is not None else _max_tokens(config, tokenizer),
                        supports_pair=_kind(config) == "encoder" and getattr(tokenizer, "sep_token", None) is not None,
                        lm_head=lm_head, architecture=_architecture(config, model))
 
@@ -199,20 +216,26 @@ def _load_folder(display: str, path: str) -> LoadedModel:
 _FLAGS = dict(attn_implementation="eager", use_safetensors=True, trust_remote_code=False, local_files_only=True)
 
 
-def _load_weights(path: str, config) -> tuple[torch.nn.Module, torch.nn.Module | None]:
+def _load_weights(path: str, config, half_embedding: bool = False) -> tuple[torch.nn.Module, torch.nn.Module | None]:
     """(base model, unembedding or None). A decoder is loaded as its causal LM, so that its head W_U comes too (the
     logit lens needs it); the base model inside it is the same module AutoModel would give, which every other path
-    (attention hooks, ablation, attribution) reads. An architecture without a causal-LM class loads as AutoModel."""
+    (attention hooks, ablation, attribution) reads. An architecture without a causal-LM class loads as AutoModel.
+    half_embedding: the folder holds float16 weights (a converted packaged decoder): its embedding stays in 16 bits
+    and the rest runs in float32 (precision.float32_except_embedding)."""
     from transformers import AutoModel, AutoModelForCausalLM
     if _kind(config) == "decoder":
         try:
+            extra = {"dtype": torch.float16} if half_embedding else {}
             causal, info = AutoModelForCausalLM.from_pretrained(path, config=config, output_loading_info=True,
-                                                                **_FLAGS)
+                                                                **_FLAGS, **extra)
         except (ValueError, KeyError) as exc:  # transformers knows no causal-LM class for this config
             log.info("no causal-LM class for %r (%s); loading the base model only", config.model_type,
                      type(exc).__name__)
         else:
             causal.eval().requires_grad_(False)
+            if half_embedding:
+                from .precision import float32_except_embedding
+                float32_except_embedding(causal)
             return causal.base_model, _usable_head(causal, info.get("missing_keys") or ())
     return AutoModel.from_pretrained(path, config=config, **_FLAGS), None
 

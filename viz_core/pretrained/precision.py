@@ -1,0 +1,57 @@
+"""Hold a decoder's token embedding in 16 bits and compute everything else in float32.
+
+A large vocabulary makes the embedding most of a small model: Gemma 3 270M's is 262,144 x 640, 671 MB of its
+1.07 GB in float32. Kept in float16 (the converted cache stores every weight so), it costs 335 MB; the blocks run in
+float32 as usual. Two places read the 16-bit matrix E (V, d_model):
+
+    embed(ids) = E[ids] (x the model's scale), cast to float32 as it leaves the embedding
+    logits(h)  = h E^T, computed in float32 over slices of the vocabulary (never a float32 copy of all of E)
+"""
+from __future__ import annotations
+
+import torch
+from torch import nn
+
+VOCAB_SLICE = 32768   # rows of E cast to float32 at once: 32768 x 640 x 4 B = 84 MB
+
+
+class SlicedLinear(nn.Module):
+    """logits = x W^T for a 16-bit W (V, d), in float32, one slice of W's rows at a time. Keeps `weight` as the
+    same Parameter as the input embedding (tied), so the model holds one copy."""
+
+    def __init__(self, weight: nn.Parameter, bias: torch.Tensor | None = None):
+        super().__init__()
+        self.weight = weight
+        self.bias = bias
+        self.out_features, self.in_features = weight.shape
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        x = x.float()
+        out = x.new_empty((*x.shape[:-1], self.out_features))  # (..., V)
+        for start in range(0, self.out_features, VOCAB_SLICE):
+            w = self.weight[start:start + VOCAB_SLICE].float()  # (slice, d)
+            out[..., start:start + VOCAB_SLICE] = x @ w.T  # (..., slice)
+        return out if self.bias is None else out + self.bias.float()
+
+
+def _to_float32(embedding_out: torch.Tensor) -> torch.Tensor:
+    return embedding_out.float()
+
+
+def float32_except_embedding(causal: nn.Module) -> None:
+    """Make every floating parameter and buffer float32 except the input embedding's weight; tie the output head
+    to it through SlicedLinear when the model ties them (or leave an untied head in float32)."""
+    emb = causal.get_input_embeddings()
+    head = causal.get_output_embeddings()
+    tied = head is not None and getattr(head, "weight", None) is emb.weight
+    for p in causal.parameters():
+        if p is not emb.weight and p.is_floating_point():
+            p.data = p.data.float()
+    for module in causal.modules():
+        for name, buf in module.named_buffers(recurse=False):
+            if buf.is_floating_point() and buf.dtype != torch.float32:
+                setattr(module, name, buf.float())
+    emb.register_forward_hook(lambda _m, _i, out: _to_float32(out))
+    if tied:
+        causal.set_output_embeddings(SlicedLinear(emb.weight, getattr(head, "bias", None)))
+    causal.config.dtype = torch.float32
