@@ -219,3 +219,55 @@ def position_embeddings(name: str = "") -> np.ndarray | None:
         return numpy_default().position_embeddings()
     from viz_core import pretrained
     return pretrained.position_embeddings(model(name))
+
+
+# ---------------------------------------------------------------- the packaged real decoders
+def packaged_decoder(name: str):
+    """The packaged decoder of a picker id (viz_core.pretrained.packaged), or None for any other model."""
+    from viz_core.pretrained import packaged
+    return packaged.by_id(name)
+
+
+def packaged_ready(name: str) -> bool:
+    """Whether a model can be loaded now without converting: every model but a packaged decoder whose converted
+    cache is not there yet (the conversion runs in the background, started at server start: warmup.py)."""
+    from viz_core.pretrained import packaged
+    d = packaged.by_id(name)
+    return d is None or name in _loaded or packaged.status(d).state == "ready"
+
+
+def packaged_gate(name: str) -> bool:
+    """True when the model can be used in this run. For a packaged decoder still being converted: starts the
+    conversion if nothing runs it, draws its progress (a fragment that reruns the page once the model is ready) and
+    returns False; the caller draws nothing that needs the model. Never converts inside a script run."""
+    from viz_core.pretrained import packaged
+    d = packaged.by_id(name)
+    if d is None or packaged_ready(name):
+        return True
+    if not packaged.installed(d):
+        st.warning(_t("attention.packaged_missing", name=d.title, package=d.package))
+        return False
+    if packaged.status(d).state in ("idle", "failed"):
+        packaged.start(d)
+    st.fragment(_conversion_progress, run_every=1.0)(d.id)
+    return False
+
+
+def _conversion_progress(model_id: str) -> None:
+    from viz_core.pretrained import packaged
+    d = packaged.by_id(model_id)
+    job = packaged.status(d)
+    if job.state == "ready":
+        st.rerun(scope="app")
+    if job.state == "failed":
+        st.error(_t("attention.packaged_failed", name=d.title))
+        return
+    stage = _t(f"attention.packaged_stage_{job.stage or 'assemble'}")
+    st.progress(min(job.fraction, 1.0), text=_t("attention.packaged_converting", name=d.title, stage=stage,
+                                                 done=job.done, total=job.total or "?"))
+    st.caption(_t("attention.packaged_once"))
+
+
+def _t(key: str, **kw) -> str:
+    from . import t
+    return t(key, **kw)
