@@ -106,6 +106,8 @@ def model_box():
     while the model loads, not after (about 1 s of a cold start). An unusable model falls back to the default.
     """
     name = model_picker()
+    if not models.packaged_gate(name):  # a packaged decoder converting in the background: its progress, nothing else
+        st.stop()
     waiting = st.empty()
     if not models.loaded(name):
         with waiting:
@@ -120,7 +122,8 @@ def model_box():
     st.markdown(ui.glossed(t("attention.model_info", name=ui.plain_md(m.name), kind=t(f"attention.kind_{m.kind}"),
                              layers=m.n_layers, heads=m.n_heads, max_tokens=m.max_tokens)))
     if getattr(m, "architecture", None) is not None:
-        decoder_view.architecture_box(m.architecture)
+        decoder_view.architecture_box(m.architecture, n_layers=m.n_layers)
+    decoder_view.packaged_note(name)
     return name, m, waiting
 
 

@@ -138,10 +138,52 @@ def mechanics_params(arch: Architecture) -> dict:
 POSITION_PARTS = {"rope": "learned", "learned": "learned", "sinusoidal": "heatmap", "relative": "relative"}
 
 
-def architecture_box(arch: Architecture, param: str = "arch") -> None:
+def layer_ranges(layers) -> str:
+    """(0, 1, 2, 3, 4, 6, 7) -> "0–4, 6–7": runs of consecutive layers."""
+    runs: list[list[int]] = []
+    for i in layers:
+        if runs and i == runs[-1][-1] + 1:
+            runs[-1].append(i)
+        else:
+            runs.append([i])
+    return ", ".join(f"{r[0]}–{r[-1]}" if len(r) > 1 else str(r[0]) for r in runs)
+
+
+def attention_facts(arch: Architecture, n_layers: int) -> list[str]:
+    """What else decides a score: the sliding window and its layers, QK-norm, the scale."""
+    facts = []
+    if arch.sliding_window:
+        full = [i for i in range(n_layers) if i not in arch.sliding_layers]
+        w = arch.sliding_window
+        facts.append(t("decoder.arch_window", layers=layer_ranges(arch.sliding_layers), w=w, w1=w - 1,
+                       full=layer_ranges(full)) if full else t("decoder.arch_window_all", w=w, w1=w - 1))
+    if arch.qk_norm:
+        facts.append(t("decoder.arch_qk_norm"))
+    if arch.scale:
+        den = round(arch.scale ** -2)
+        facts.append(t("decoder.arch_scale", scale=f"{arch.scale:.4g}", den=den, dh=arch.head_dim))
+    return facts
+
+
+def packaged_note(model_id: str) -> None:
+    """For a packaged decoder: that it works offline, is a quantized copy, and its licence (Gemma's notice)."""
+    from viz_core.pretrained import packaged
+    d = packaged.by_id(model_id)
+    if d is None:
+        return
+    st.caption(t("decoder.packaged_note", title=d.title, package=d.package, quant=d.quantization, licence=d.licence,
+                 url=d.licence_url))
+    if d is packaged.GEMMA:
+        st.caption(t("decoder.gemma_notice"))
+
+
+def architecture_box(arch: Architecture, param: str = "arch", n_layers: int = 0) -> None:
     """The variant line, then (in a fold) what each part means, which query heads share a key/value head, and
     links to Mechanics (GQA), Positions and Anatomy (norms) opened at the right section."""
     st.markdown(architecture_line(arch))
+    facts = attention_facts(arch, n_layers)
+    if facts:
+        st.markdown("\n\n".join(facts))
     opened, box = fold(t("decoder.arch_fold"), param)
     if not opened:
         return

@@ -5,7 +5,9 @@
    Streamlit's once-per-process check of whether it runs in a Python shell (it walks the stack
    of whichever thread first writes an element, with `inspect.stack()`: 0.27 s of the first visitor's first run,
    profiled; 0.08 s here, off any visitor's run);
-3. then, once a visitor's first page has run, the garbage collector's freeze of what lives as long as the server.
+3. the one-time conversion of the packaged real decoders (viz_core.pretrained.packaged: a process of its own, one
+   model at a time, at a lower priority than the visitors), if their converted cache is missing;
+4. then, once a visitor's first page has run, the garbage collector's freeze of what lives as long as the server.
 
 Neither torch nor transformers is imported here: every view of the packaged model answers in numpy (models.py), and
 together they would hold about 340 MB of a small server's memory for nothing (issue #25). A page that trains a model
@@ -52,6 +54,8 @@ def _warm(texts: tuple[str, ...]) -> None:
 
         for text in texts:  # the packaged model in numpy: the Attention page's first heatmap needs no torch
             models.attention("", text)
+        from viz_core.pretrained import packaged
+        packaged.start_all()  # the packaged decoders' one-time conversion, each in a process of its own
         from viz_core.plots import attention as _plots  # noqa: F401 - plotly's import, before the first figure
         _shell_check()
         from . import chart

@@ -62,7 +62,8 @@ def test_every_default_allowed_model_is_in_the_catalog_and_fits_the_cap():
         assert e is not None, model_id
         assert e.size_mb <= DEFAULT_MAX_MB
     ids = catalog.picker_ids(ModelPolicy())
-    assert ids[0] == "" and len(ids) == len(DEFAULT_ALLOWED) + 1
+    offline = [e.id for e in catalog.PACKAGED_DECODERS if catalog.installed(e)]
+    assert ids[0] == "" and ids[1:1 + len(offline)] == offline and len(ids) == len(DEFAULT_ALLOWED) + 1 + len(offline)
     assert "Qwen/Qwen2.5-0.5B" not in ids  # ~1 GB: above the default size limit, even if allowlisted
     assert "Qwen/Qwen2.5-0.5B" not in catalog.picker_ids(ModelPolicy(allowlist=("Qwen/Qwen2.5-0.5B",)))
     assert "Qwen/Qwen2.5-0.5B" in catalog.picker_ids(ModelPolicy(allowlist=("Qwen/Qwen2.5-0.5B",), max_model_mb=1200))
@@ -77,7 +78,8 @@ def test_entry_accepts_the_hub_spellings():
 
 def test_picker_follows_the_operator_allowlist():
     policy = ModelPolicy(allowlist=("gpt2", "my-org/my-model"))
-    assert catalog.picker_ids(policy) == ["", "gpt2", "my-org/my-model"]  # unknown ids listed after the catalog's
+    offline = [e.id for e in catalog.PACKAGED_DECODERS if catalog.installed(e)]  # always offered: no download
+    assert catalog.picker_ids(policy) == ["", *offline, "gpt2", "my-org/my-model"]  # unknown ids after the catalog's
     assert not catalog.free_ids(policy)
     assert catalog.free_ids(ModelPolicy(allow_any_hub=True)) and catalog.free_ids(ModelPolicy(allow_local=True))
 
@@ -88,13 +90,14 @@ def test_text_language(text, lang):
     assert catalog.text_language(text) == lang
 
 
-def test_models_for_chinese_text_offer_chinese_then_multilingual_models():
+def test_models_for_chinese_text_offer_the_offline_model_then_chinese_then_multilingual_models():
     found = catalog.models_for(SENTENCE, ModelPolicy())
     ids = [e.id for e in found]
-    assert ids[0] == "bert-base-chinese"
+    assert ids[0] == "gemma3-270m"  # packaged, reads Chinese: works offline, offered first
+    assert ids[1] == "bert-base-chinese"
     assert "sentence-transformers/paraphrase-multilingual-MiniLM-L12-v2" in ids
-    assert all(e.reads("zh") for e in found) and "gpt2" not in ids and "" not in ids
-    assert [e.id for e in catalog.models_for(SENTENCE, ModelPolicy(allowlist=("gpt2",)))] == []
+    assert all(e.reads("zh") for e in found) and "gpt2" not in ids and "" not in ids and "smollm2-135m" not in ids
+    assert [e.id for e in catalog.models_for(SENTENCE, ModelPolicy(allowlist=("gpt2",)))] == ["gemma3-270m"]
     arabic = [e.id for e in catalog.models_for("مرحبا", ModelPolicy())]
     assert arabic and all("multi" in catalog.entry(i).languages for i in arabic)
 

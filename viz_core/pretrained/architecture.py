@@ -37,6 +37,11 @@ class Architecture:
     positions: str     # "learned", "sinusoidal", "rope", "relative", "alibi" or "unknown"
     norm: str          # "layernorm", "rmsnorm" or "unknown"
     norm_place: str    # "pre", "post" or "unknown"
+    head_dim: int = 0  # d_head of a query / key vector (0: not known)
+    scale: float = 0.0  # the factor on q . k before softmax, 1/sqrt(d_head) or 1/sqrt(query_pre_attn_scalar) (0: ?)
+    sliding_window: int = 0  # W of the sliding-window layers: query i sees keys i-W+1..i (0: none)
+    sliding_layers: tuple[int, ...] = ()  # the layers that use the window; the others see every earlier key
+    qk_norm: bool = False  # q and k are RMS-normalised per head before the dot product (Gemma 3, Qwen3, OLMo 2)
 
     def __post_init__(self):
         if self.n_heads < 1 or self.n_kv_heads < 1 or self.n_heads % self.n_kv_heads:
@@ -69,8 +74,52 @@ def of_config(config, model=None) -> Architecture:
     text = config.get_text_config() if hasattr(config, "get_text_config") else config
     family = str(getattr(text, "model_type", "") or getattr(config, "model_type", "") or "unknown")
     n_heads = _first_int(text, ("num_attention_heads", "n_head", "num_heads", "encoder_attention_heads")) or 1
+    head_dim = _head_dim(text, n_heads)
+    window, sliding = _sliding(text, family)
     return Architecture(family, n_heads, _kv_heads(text, family, n_heads), _positions(text, family),
-                        _norm(text, family, model), _norm_place(text, family))
+                        _norm(text, family, model), _norm_place(text, family), head_dim=head_dim,
+                        scale=_scale(text, head_dim), sliding_window=window, sliding_layers=sliding,
+                        qk_norm=_qk_norm(model))
+
+
+def _head_dim(config, n_heads: int) -> int:
+    """d_head: the config's head_dim (Gemma's 256 is not d_model / H), else d_model / H."""
+    explicit = _first_int(config, ("head_dim",))
+    if explicit:
+        return explicit
+    d_model = _first_int(config, ("hidden_size", "n_embd", "d_model", "dim"))
+    return d_model // n_heads if d_model else 0
+
+
+def _scale(config, head_dim: int) -> float:
+    """The score scale: 1/sqrt(query_pre_attn_scalar) where the config sets it (Gemma), else 1/sqrt(d_head)."""
+    scalar = getattr(config, "query_pre_attn_scalar", None)
+    if isinstance(scalar, (int, float)) and scalar > 0:
+        return float(scalar) ** -0.5
+    return head_dim ** -0.5 if head_dim else 0.0
+
+
+def _sliding(config, family: str) -> tuple[int, tuple[int, ...]]:
+    """(W, the layers using it) from the config's layer_types ("sliding_attention"), or every layer for Mistral-
+    style configs that set sliding_window alone; (0, ()) when no layer uses a window."""
+    window = getattr(config, "sliding_window", None)
+    if not isinstance(window, int) or window <= 0:
+        return 0, ()
+    types = getattr(config, "layer_types", None)
+    if isinstance(types, (list, tuple)) and types:
+        layers = tuple(i for i, kind in enumerate(types) if kind == "sliding_attention")
+    elif family in ("mistral", "mixtral") and getattr(config, "use_sliding_window", True):
+        layers = tuple(range(_first_int(config, ("num_hidden_layers",)) or 0))
+    else:
+        layers = ()
+    return (window, layers) if layers else (0, ())
+
+
+def _qk_norm(model) -> bool:
+    """Whether the attention modules normalise q and k (modules named q_norm / k_norm inside the layers)."""
+    if model is None:
+        return False
+    return any(name.endswith(("q_norm", "query_norm")) for name, _ in model.named_modules())
 
 
 def _first_int(config, names: tuple[str, ...]) -> int | None:

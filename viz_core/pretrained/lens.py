@@ -159,14 +159,102 @@ def _readout_parts(m: "LoadedModel") -> tuple[torch.nn.Module, torch.nn.Module]:
     return norm, m.lm_head
 
 
-def logit_lens_for(m: "LoadedModel", text: str, k: int = 5, max_tokens: int = LENS_MAX_TOKENS) -> LogitLens:
-    """The logit lens of a Hugging Face decoder on text (the first max_tokens tokens).
+VOCAB_SLICE = 8192  # vocabulary rows read at once: (R * N) x 8192 logits, 40 MB for 19 rows x 64 positions
+
+
+@dataclass
+class _Running:
+    """Per row of (R * N) logits seen slice by slice: the running max m, S0 = sum e^(l - m), S1 = sum e^(l - m) l,
+    the top k so far, and (for positions with a next token) how many logits beat that token's."""
+    m: torch.Tensor          # float64 (RN,)
+    s0: torch.Tensor         # float64 (RN,)
+    s1: torch.Tensor         # float64 (RN,)
+    top_v: torch.Tensor      # float32 (RN, k)
+    top_i: torch.Tensor      # int64 (RN, k)
+    beaten: torch.Tensor     # int64 (RN,)
+    chosen: torch.Tensor     # float32 (RN,): the next token's logit (0 where there is none)
+
+
+def _fold_slice(run: _Running, logits: torch.Tensor, start: int, nxt: torch.Tensor, guess: torch.Tensor,
+                k: int) -> None:
+    """Add one slice of logits (RN, S) for vocabulary ids start..start+S-1 to the running sums (online softmax)."""
+    m_new = torch.maximum(run.m, logits.max(1).values.double())  # (RN,)
+    e = torch.exp(logits.double() - m_new[:, None])  # (RN, S)
+    keep = torch.exp(run.m - m_new)  # (RN,)
+    run.s0 = run.s0 * keep + e.sum(1)
+    run.s1 = run.s1 * keep + (e * logits.double()).sum(1)
+    run.m = m_new
+    v, i = torch.topk(logits, min(k, logits.shape[1]), dim=1)  # (RN, k')
+    merged_v, at = torch.topk(torch.cat([run.top_v, v], 1), k, dim=1)  # (RN, k)
+    run.top_v, run.top_i = merged_v, torch.gather(torch.cat([run.top_i, i + start], 1), 1, at)
+    inside = (nxt >= start) & (nxt < start + logits.shape[1])  # (RN,): the next token is in this slice
+    col = (nxt - start).clamp(0, logits.shape[1] - 1)  # (RN,)
+    own = torch.gather(logits, 1, col[:, None])[:, 0]  # (RN,)
+    run.chosen = torch.where(inside, own, run.chosen)
+    above = logits > guess[:, None]  # (RN, S); the token itself is not counted against itself:
+    above[inside, col[inside]] = False
+    run.beaten += above.sum(1)
+
+
+def lens_from_states(states: torch.Tensor, weight: torch.Tensor, ids: Sequence[int], tokens: list[str],
+                     label_of: Callable[[list[int]], list[str]], k: int = 5,
+                     finish: Callable[[torch.Tensor], torch.Tensor] = lambda x: x,
+                     bias: torch.Tensor | None = None) -> LogitLens:
+    """The lens from the normed residual streams states (R, N, d) and the unembedding W_U (V, d), reading the
+    vocabulary in slices: memory (R * N) x VOCAB_SLICE, never (R, N, V). The same numbers as lens_from_readout:
+
+        log p_v = l_v - LSE,  LSE = m + log sum_v e^(l_v - m)      entropy = LSE - sum_v p_v l_v  (nats; / ln 2 bits)
+
+    with m, the sums, the top k and the rank of the actual next token (logits strictly greater) kept per slice."""
+    n_rows, n, d = states.shape
+    flat = states.reshape(n_rows * n, d).float()  # (RN, d)
+    nxt = torch.as_tensor(np.asarray(list(ids[1:]) + [0], dtype=np.int64)).repeat(n_rows)  # (RN,)
+    guess = finish((flat * weight[nxt].float()).sum(-1) + (bias[nxt].float() if bias is not None else 0))  # (RN,)
+    rn = n_rows * n
+    run = _Running(m=torch.full((rn,), -math.inf, dtype=torch.float64), s0=torch.zeros(rn, dtype=torch.float64),
+                   s1=torch.zeros(rn, dtype=torch.float64), top_v=torch.full((rn, k), -math.inf),
+                   top_i=torch.zeros((rn, k), dtype=torch.int64), beaten=torch.zeros(rn, dtype=torch.int64),
+                   chosen=torch.zeros(rn))
+    for start in range(0, weight.shape[0], VOCAB_SLICE):
+        part = weight[start:start + VOCAB_SLICE].float()  # (S, d)
+        logits = flat @ part.T  # (RN, S)
+        if bias is not None:
+            logits += bias[start:start + VOCAB_SLICE].float()
+        _fold_slice(run, finish(logits), start, nxt, guess, k)
+    lse = run.m + torch.log(run.s0)  # (RN,)
+    entropy = ((lse - run.s1 / run.s0) / math.log(2)).float().view(n_rows, n)  # (R, N) bits
+    top_probs = torch.exp(run.top_v.double() - lse[:, None]).float().view(n_rows, n, k)  # (R, N, k)
+    top_ids = run.top_i.view(n_rows, n, k).numpy()
+    next_prob = torch.exp(run.chosen.double() - lse).float().view(n_rows, n)[:, :-1]  # (R, N-1)
+    next_rank = run.beaten.view(n_rows, n)[:, :-1]  # (R, N-1)
+    return LogitLens(tokens=list(tokens), ids=np.asarray(ids, dtype=np.int64), top_ids=top_ids.astype(np.int64),
+                     top_probs=top_probs.numpy(), top_tokens=_labels(top_ids, label_of),
+                     next_prob=next_prob.numpy(), next_rank=next_rank.numpy().astype(np.int64),
+                     entropy=entropy.numpy(), next_labels=list(label_of([int(i) for i in ids[1:]])))
+
+
+def lens_positions(m: "LoadedModel", max_tokens: int = LENS_MAX_TOKENS) -> int:
+    """How many positions the lens reads on this model: max_tokens, fewer for a large vocabulary so that the
+    readout's (L + 1) x N x V x d multiply-adds stay within LENS_MACS (at least LENS_MIN_TOKENS)."""
+    weight = getattr(m.lm_head, "weight", None)
+    if not isinstance(weight, torch.Tensor):
+        return max_tokens
+    per_position = (m.n_layers + 1) * weight.shape[0] * weight.shape[1]
+    return max(LENS_MIN_TOKENS, min(max_tokens, LENS_MACS // per_position))
+
+
+LENS_MACS = 50 * 10**9  # the readout's budget: about 2 s on 2 cores at 50 GFLOP/s
+LENS_MIN_TOKENS = 16
+
+
+def logit_lens_for(m: "LoadedModel", text: str, k: int = 5, max_tokens: int | None = None) -> LogitLens:
+    """The logit lens of a Hugging Face decoder on text (its first max_tokens tokens; default lens_positions(m)).
 
     Rows 0..L-1: W_U · norm_f(hidden_states[r]); row L: W_U · last_hidden_state (transformers' last hidden state has
     already been through norm_f), so the last row is exactly the model's own logits.
     """
     norm, head = _readout_parts(m)
-    ids, truncated = _lens_ids(m, text, max_tokens)
+    ids, truncated = _lens_ids(m, text, lens_positions(m) if max_tokens is None else max_tokens)
     with torch.inference_mode():
         out = m.model(input_ids=torch.tensor([ids]), output_hidden_states=True, return_dict=True)
         hidden = list(out.hidden_states[:-1]) + [out.last_hidden_state]  # R x (1, N, d_model)
@@ -174,12 +262,20 @@ def logit_lens_for(m: "LoadedModel", text: str, k: int = 5, max_tokens: int = LE
         if isinstance(weight, torch.Tensor) and weight.shape[-1] != hidden[-1].shape[-1]:
             raise InputError("attention.lens_no_head", f"{m.name}'s output head does not read its residual stream",
                              name=m.name)
+        labels = token_labels(m.tokenizer, ids)
 
-        def readout(r: int) -> torch.Tensor:
-            h = hidden[r][0]  # (N, d_model)
-            return finish_logits(m.model.config, head(h if r == len(hidden) - 1 else norm(h)))  # (N, V)
+        def label_of(some: list[int]) -> list[str]:
+            return token_labels(m.tokenizer, some)
 
-        lens = lens_from_readout(readout, len(hidden), ids, token_labels(m.tokenizer, ids),
-                                 lambda some: token_labels(m.tokenizer, some), k)
+        if isinstance(weight, torch.Tensor) and weight.dim() == 2:
+            states = torch.stack([norm(h[0]) for h in hidden[:-1]] + [hidden[-1][0]]).float()  # (R, N, d_model)
+            lens = lens_from_states(states, weight, ids, labels, label_of, k,
+                                    finish=lambda x: finish_logits(m.model.config, x), bias=getattr(head, "bias", None))
+        else:
+            def readout(r: int) -> torch.Tensor:
+                h = hidden[r][0]  # (N, d_model)
+                return finish_logits(m.model.config, head(h if r == len(hidden) - 1 else norm(h)))  # (N, V)
+
+            lens = lens_from_readout(readout, len(hidden), ids, labels, label_of, k)
     lens.truncated = truncated
     return lens
