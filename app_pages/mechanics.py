@@ -1,4 +1,5 @@
 """Mechanics: how attention computes its output, step by step; masks; MHA / GQA / MQA; cross and additive attention."""
+from dataclasses import replace
 from functools import partial
 
 import numpy as np
@@ -254,7 +255,20 @@ def _mask_inputs():
         item = ui.slider(ui.t("mechanics.item"), 0, mech.MAX_BATCH - 1, "item", 2)
         query = ui.text(ui.t("mechanics.cross_query"), "mq", "le chat dort", max_chars=200) if kind == "cross" \
             else ui.stored("mq", "le chat dort")  # drawn only where it counts (a greyed-out box is hard to read)
-    return text, side, kind, item, query
+        window = ui.slider(ui.t("mechanics.window"), 1, mech.MAX_TOKENS, "win", mech.DEFAULT_WINDOW,
+                           help=ui.t("mechanics.window_help")) if kind == "sliding" \
+            else ui.stored("win", mech.DEFAULT_WINDOW)
+    return text, side, kind, item, query, int(window)
+
+
+def _sliding_window_note(window: int, view: mech.MaskView) -> None:
+    """The sliding window's rule and what it buys, in formulas, with the numbers of the chosen W."""
+    ui.latex(r"\begin{gathered}M_{ij}=\begin{cases}0 & 0 \le i-j < W\\ -\infty & i-j < 0 \;\lor\; i-j \ge W"
+             r"\end{cases} \\ O(N\,W) \ll O(N^2),\qquad \mathrm{reach}(l) = l\,(W-1)\end{gathered}")
+    visible = int((~view.mask).sum())
+    st.caption(ui.t("mechanics.sliding_numbers", w=window, visible=visible, cells=view.mask.size,
+                    causal=len(view.k_tokens) * (len(view.k_tokens) + 1) // 2, reach=mech.sliding_reach(window, 5),
+                    gemma=mech.sliding_reach(mech.GEMMA3_270M.window, 5)))
 
 
 def _mask_figures(view: mech.MaskView) -> None:
@@ -297,9 +311,9 @@ def section_masks():
     st.markdown(ui.glossed(ui.t("mechanics.masks_intro")))
     ui.latex(r"\begin{gathered}\mathrm{softmax}(S + M),\quad M_{ij}=\begin{cases}-\infty & \text{blocked}\\"
              r" 0 & \text{visible}\end{cases} \\ \text{causal: } M_{ij}=-\infty \text{ for } j>i\end{gathered}")
-    text, side, kind, item, query = _mask_inputs()
+    text, side, kind, item, query, window = _mask_inputs()
     try:
-        batch, view = cached.mask_view(text, side, item, kind, query, 0)
+        batch, view = cached.mask_view(text, side, item, kind, query, 0, window)
     except InputError as exc:
         ui.show_error(exc)
         return
@@ -309,6 +323,8 @@ def section_masks():
     if item >= len(batch.tokens):
         st.caption(ui.t("mechanics.item_clamped", item=len(batch.tokens) - 1))
     st.markdown(ui.t(f"mechanics.kind_{kind}_text"))
+    if kind == "sliding":
+        _sliding_window_note(window, view)
     st.caption(ui.t("mechanics.batch_mask_shape", shape=str(view.batch_mask_shape),
                     item_shape=str(view.mask.shape)))
     _mask_figures(view)
@@ -323,12 +339,11 @@ def _shape_choice() -> mech.ModelShape:
     presets = list(mech.PRESETS) + ["custom"]
     c1, c2 = st.columns([3, 1])
     name = ui.selectbox(ui.t("mechanics.preset"), presets, "preset", "llama2_7b", container=c1,
-                        format_func=lambda k: ui.t("mechanics.custom") if k == "custom" else _preset_label(k))
+                        format_func=lambda k: ui.t("mechanics.custom") if k == "custom" else _preset_label(k),
+                        on_change=_own_kv_heads)
     dtype = ui.selectbox(ui.t("mechanics.dtype"), list(mech.DTYPE_BYTES), "dtype", "fp16", container=c2)
     if name != "custom":
-        s = mech.PRESETS[name]
-        return mech.ModelShape(s.name, s.d_model, s.n_heads, s.n_layers, s.n_kv_heads, s.d_head,
-                               mech.DTYPE_BYTES[dtype])
+        return replace(mech.PRESETS[name], bytes_per_value=mech.DTYPE_BYTES[dtype])  # window and d_head kept
     c = st.columns(3)
     d_model = int(ui.number("d_model", 1, 65536, "cdm", 4096, container=c[0]))
     heads = int(ui.number(ui.t("mechanics.heads"), 1, 256, "ch", 32, container=c[1]))
@@ -336,10 +351,35 @@ def _shape_choice() -> mech.ModelShape:
     return mech.custom_shape(d_model, heads, layers, mech.DTYPE_BYTES[dtype])
 
 
+def _own_kv_heads() -> None:
+    """A newly chosen model shape starts at the KV heads the real model uses (e.g. SmolLM2: 3 of 9)."""
+    preset = mech.PRESETS.get(ui.stored("preset"))
+    if preset is not None:
+        ui.set_state("kv", preset.n_kv_heads)
+
+
 def _preset_label(key: str) -> str:
     s = mech.PRESETS[key]
-    return ui.t("mechanics.preset_label", name=s.name, heads=s.n_heads, d_model=s.d_model, layers=s.n_layers,
-                kv=s.n_kv_heads)
+    label = ui.t("mechanics.preset_label", name=s.name, heads=s.n_heads, d_model=s.d_model, layers=s.n_layers,
+                 kv=s.n_kv_heads)
+    return label + (ui.t("mechanics.preset_window", w=s.window) if s.window else "")
+
+
+def _window_note(shape: mech.ModelShape, kv: int, ctx: int, batch: int) -> None:
+    """A model with sliding layers keeps at most W tokens in each of them: the capped cache at this context and at
+    4096 tokens, against every layer keeping every token."""
+    kinds = shape.layer_kinds()
+    full = [i for i, k in enumerate(kinds) if k == "full"]
+
+    def figures(n: int) -> dict:
+        return dict(ctx=n, tok_full=n, tok_sliding=min(n, shape.window), batch=batch,
+                    capped=mech.format_bytes(mech.windowed_cache_bytes(shape, kv, n, batch)),
+                    uncapped=mech.format_bytes(mech.kv_cache_bytes(shape, kv, n, batch)))
+
+    st.caption(ui.t("mechanics.kv_window_note", name=shape.name, full=len(full), sliding=len(kinds) - len(full),
+                    w=shape.window, layers=", ".join(map(str, full)), **figures(ctx)))
+    if ctx != 4096:  # the reference figure of a 4096-token context
+        st.caption(ui.t("mechanics.kv_window_ref", **figures(4096)))
 
 
 def _kv_cache_part() -> None:
@@ -368,6 +408,12 @@ def _kv_cache_part() -> None:
     m[3].metric(ui.t("mechanics.kv_total", ctx=ctx, batch=batch), mech.format_bytes(r["bytes_total"]))
     st.caption(ui.t("mechanics.kv_shape_note", d_head=shape.head_dim, layers=shape.n_layers,
                     bytes=shape.bytes_per_value))
+    if kv != shape.n_heads:  # the same model as plain MHA: one K and V head per query head
+        mha = view.rows[-1]
+        st.caption(ui.t("mechanics.kv_vs_mha", heads=shape.n_heads, kv=kv, ratio=shape.n_heads // kv,
+                        mha=mech.format_bytes(mha["bytes_per_token"]), ours=mech.format_bytes(r["bytes_per_token"])))
+    if shape.window:
+        _window_note(shape, kv, ctx, batch)
     c1, c2 = st.columns(2)
     with c1:
         ui.plot(figures.variant_bars(view.labels, view.total_gib, ui.t("mechanics.fig_kv"),

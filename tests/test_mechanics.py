@@ -13,7 +13,8 @@ from viz_core import i18n
 from viz_core import mechanics as mech
 from viz_core.attention import AdditiveAttention, MultiHeadAttention, additive_scores, scaled_dot_product_attention
 from viz_core.errors import InputError
-from viz_core.masks import causal_mask, causal_padding_mask, combine_masks, padded_query_rows, padding_mask
+from viz_core.masks import (causal_mask, causal_padding_mask, combine_masks, padded_query_rows, padding_mask,
+                            sliding_window_mask)
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -149,6 +150,7 @@ def test_mask_views_against_references(kind):
         view = mech.mask_view(batch, item, kind, "q1 q2", seed=1)
         n_q, n_k = len(view.q_tokens), len(view.k_tokens)
         expected = {"causal": causal_mask(n_k).numpy(),
+                    "sliding": sliding_window_mask(n_k, mech.DEFAULT_WINDOW).numpy(),
                     "padding": np.broadcast_to(batch.is_pad[item], (n_k, n_k)),
                     "causal_padding": causal_mask(n_k).numpy() | batch.is_pad[item][None, :],
                     "cross": np.broadcast_to(batch.is_pad[item], (n_q, n_k))}[kind]
@@ -163,6 +165,79 @@ def test_mask_views_against_references(kind):
         np.testing.assert_allclose(safe[ok], ref[ok], atol=1e-12)
         assert view.fully_blocked.tolist() == view.mask.all(-1).tolist()
         assert view.query_is_pad.tolist() == ([False] * n_q if kind == "cross" else batch.is_pad[item].tolist())
+
+
+# ---------------------------------------------------------------- sliding window
+@pytest.mark.parametrize("n", [0, 1, 2, 5, 9])
+@pytest.mark.parametrize("window", [1, 2, 3, 8, 12])
+def test_sliding_window_mask_is_the_loop_rule(n, window):
+    """Query i sees key j iff 0 <= i - j < W: itself and the W - 1 keys before it."""
+    mask = sliding_window_mask(n, window)
+    assert mask.shape == (n, n) and mask.dtype == torch.bool
+    loop = [[not (0 <= i - j < window) for j in range(n)] for i in range(n)]
+    assert mask.tolist() == loop
+    if n:
+        assert not mask.all(-1).any() and not mask.diagonal().any()  # every row keeps at least itself
+        assert ((~mask).sum(-1) == torch.clamp(torch.arange(n) + 1, max=window)).all()  # min(i + 1, W) keys per row
+    if window >= n:
+        torch.testing.assert_close(mask, causal_mask(n))  # a window as long as the sentence blocks only the future
+    with pytest.raises(ValueError):
+        sliding_window_mask(n, 0)
+
+
+@pytest.mark.parametrize("n,window", [(1, 1), (7, 1), (9, 3), (16, 5), (12, 12), (6, 512)])
+def test_sliding_window_mask_equals_transformers(n, window):
+    """The same cells as transformers' own sliding-window causal mask (True there = may attend, here = blocked):
+    the mask function alone, its sdpa expansion, and the mask a Gemma 3 config with sliding_window = W builds."""
+    from transformers import Gemma3TextConfig
+    from transformers import masking_utils as mu
+
+    ours = sliding_window_mask(n, window)  # (n, n)
+    fn = mu.sliding_window_causal_mask_function(window)
+    q, kv = torch.arange(n)[:, None], torch.arange(n)[None, :]
+    torch.testing.assert_close(~ours, fn(0, 0, q, kv).expand(n, n))
+    sdpa = mu.sdpa_mask(batch_size=1, q_length=n, kv_length=n, mask_function=fn, allow_is_causal_skip=False)
+    torch.testing.assert_close(~ours, sdpa[0, 0])
+    cfg = Gemma3TextConfig(vocab_size=32, hidden_size=16, intermediate_size=32, num_hidden_layers=2,
+                           num_attention_heads=2, num_key_value_heads=1, head_dim=8, sliding_window=window)
+    cfg._attn_implementation = "sdpa"
+    model_mask = mu.create_sliding_window_causal_mask(
+        config=cfg, inputs_embeds=torch.zeros(1, n, 16), attention_mask=torch.ones(1, n, dtype=torch.long),
+        past_key_values=None, position_ids=torch.arange(n)[None], allow_is_causal_skip=False)  # (1, 1, n, n)
+    torch.testing.assert_close(~ours, model_mask[0, 0])
+
+
+@pytest.mark.parametrize("window", [1, 2, 3, 12])
+def test_sliding_window_view_gives_zero_weight_outside_the_window(window):
+    batch = mech.parse_batch("a b c d e f g\nh [PAD] i", "end")
+    view = mech.mask_view(batch, 0, "sliding", seed=2, window=window)
+    n = len(view.k_tokens)
+    assert view.batch_mask_shape == (n, n)
+    np.testing.assert_array_equal(view.mask, sliding_window_mask(n, window).numpy())
+    i, j = np.indices((n, n))
+    outside = (i - j < 0) | (i - j >= window)
+    for name in ("safe", "fill_inf", "fill_1e9"):  # no row is fully blocked: every way of masking agrees here
+        w = view.weights[name]
+        assert np.all(w[outside] == 0) and not np.isnan(w).any(), name
+        np.testing.assert_allclose(w.sum(-1), 1.0)
+    ref = F.softmax(torch.as_tensor(view.scores).masked_fill(torch.as_tensor(outside), float("-inf")), -1)
+    np.testing.assert_allclose(view.weights["safe"], ref.numpy(), atol=1e-12)
+    assert not view.fully_blocked.any()
+    with pytest.raises(InputError) as e:
+        mech.mask_view(batch, 0, "sliding", window=0)
+    assert e.value.code == "mechanics.bad_window"
+
+
+def test_sliding_reach_grows_by_w_minus_1_per_layer():
+    """After l sliding layers a token can draw on positions up to l (W - 1) back: compose the visibility."""
+    n, window = 20, 4
+    visible = (~sliding_window_mask(n, window)).to(torch.int64)  # (n, n) 1 = may attend
+    reach = torch.eye(n, dtype=torch.int64)
+    for layers in range(1, 5):
+        reach = (visible @ reach).clamp(max=1)  # (n, n): j reaches i through `layers` layers
+        farthest = int((torch.arange(n) - reach[-1].nonzero().min()).max())
+        assert farthest == mech.sliding_reach(window, layers) == layers * (window - 1)
+    assert mech.sliding_reach(512, 5) == 2555
 
 
 def test_masking_methods_show_nan_and_uniform_rows():
@@ -260,6 +335,89 @@ def test_kv_cache_arithmetic_of_known_models():
         mech.kv_table(llama7, 0, 1)
     assert mech.format_bytes(512 * 1024) == "512 KiB" and mech.format_bytes(2 * 2**30) == "2 GiB"
     assert mech.format_count(2_147_483_648) == "2.15 B" and mech.format_count(640) == "640"
+
+
+def test_real_decoder_shapes_against_the_formula():
+    """Gemma 3 270M (MQA 4 : 1, d_head 256, 18 layers, W 512 in 5 of 6) and SmolLM2-135M (GQA 9 : 3, d_head 64,
+    30 layers): KV cache per token = 2 L H_kv d_head bytes, attention parameters = 2 L d_model d_head (H + H_kv)."""
+    gemma, smol = mech.PRESETS["gemma3_270m"], mech.PRESETS["smollm2_135m"]
+    assert (gemma.d_model, gemma.n_heads, gemma.n_kv_heads, gemma.head_dim, gemma.n_layers) == (640, 4, 1, 256, 18)
+    assert (smol.d_model, smol.n_heads, smol.n_kv_heads, smol.head_dim, smol.n_layers) == (576, 9, 3, 64, 30)
+    assert mech.variant_name(4, gemma.n_kv_heads) == "MQA" and mech.variant_name(9, smol.n_kv_heads) == "GQA"
+    for shape in (gemma, smol):
+        per_token = 2 * shape.n_layers * shape.n_kv_heads * shape.head_dim * 2
+        assert mech.kv_cache_bytes(shape, shape.n_kv_heads) == per_token
+        assert mech.kv_cache_bytes(shape, shape.n_heads) == per_token * shape.n_heads // shape.n_kv_heads  # MHA
+        rows = {r["kv_heads"]: r for r in mech.kv_table(shape, 1, 1)}
+        assert rows[shape.n_kv_heads]["params"] == 2 * shape.n_layers * shape.d_model * shape.head_dim * (
+            shape.n_heads + shape.n_kv_heads)
+    assert mech.kv_cache_bytes(gemma, 1) == 18 * 1024 and mech.kv_cache_bytes(gemma, 4) == 72 * 1024
+    assert mech.kv_cache_bytes(smol, 3) == 23_040 and mech.kv_cache_bytes(smol, 9) == 69_120
+    assert sorted(mech.kv_table(smol, 1, 1), key=lambda r: r["kv_heads"])[1]["params"] == 30 * 2 * 576 * 64 * 12
+
+
+def test_gemma_sliding_layers_cap_the_cache_at_w():
+    """Layers 5, 11, 17 full, the other 15 sliding: at 4096 tokens full layers hold 4096, sliding ones 512."""
+    gemma = mech.GEMMA3_270M
+    kinds = gemma.layer_kinds()
+    assert [i for i, k in enumerate(kinds) if k == "full"] == [5, 11, 17] and kinds.count("sliding") == 15
+    tokens = mech.cached_tokens(gemma, 4096)
+    assert tokens == [4096 if i in (5, 11, 17) else 512 for i in range(18)]
+    per_layer_token = 2 * 1 * 256 * 2  # K and V of one token in one layer: 1 KiB
+    assert mech.windowed_cache_bytes(gemma, 1, 4096) == per_layer_token * (3 * 4096 + 15 * 512) == 19.5 * 2**20
+    assert mech.kv_cache_bytes(gemma, 1, 4096) == 72 * 2**20  # as if every layer kept every token
+    assert mech.windowed_cache_bytes(gemma, 1, 300, 2) == mech.kv_cache_bytes(gemma, 1, 300, 2)  # N <= W: no cap
+    row = {r["kv_heads"]: r for r in mech.kv_table(gemma, 4096, 2)}[1]
+    assert row["bytes_total"] == 2 * 19.5 * 2**20 and row["bytes_no_window"] == 2 * 72 * 2**20
+    smol = mech.SMOLLM2_135M
+    assert smol.layer_kinds() == ["full"] * 30 and mech.cached_tokens(smol, 4096) == [4096] * 30
+    assert mech.windowed_cache_bytes(smol, 3, 4096, 3) == mech.kv_cache_bytes(smol, 3, 4096, 3)
+
+
+@pytest.mark.parametrize("name", ["gemma3_270m", "smollm2_135m"])
+def test_real_decoder_shapes_match_transformers_modules(name):
+    """The attention projections of the transformers model built from the published config (on the meta device: no
+    weights) hold exactly attention_params per layer; its config states the same window and layer pattern."""
+    from transformers import Gemma3TextConfig, Gemma3TextModel, LlamaConfig, LlamaModel
+
+    shape = mech.PRESETS[name]
+    common = dict(vocab_size=64, hidden_size=shape.d_model, intermediate_size=64, num_hidden_layers=shape.n_layers,
+                  num_attention_heads=shape.n_heads, num_key_value_heads=shape.n_kv_heads, head_dim=shape.head_dim)
+    if name == "gemma3_270m":
+        cfg = Gemma3TextConfig(**common, sliding_window=512, query_pre_attn_scalar=256,
+                               layer_types=["full_attention" if (i + 1) % 6 == 0 else "sliding_attention"
+                                            for i in range(18)])
+        assert [t.split("_")[0] for t in cfg.layer_types] == shape.layer_kinds() and cfg.sliding_window == shape.window
+        build = Gemma3TextModel
+    else:
+        cfg, build = LlamaConfig(**common, attention_bias=False), LlamaModel
+    with torch.device("meta"):
+        model = build(cfg)
+    attn = [p.numel() for n, p in model.named_parameters() if n.split(".")[-2] in ("q_proj", "k_proj", "v_proj",
+                                                                                    "o_proj")]
+    assert len(attn) == 4 * shape.n_layers
+    assert sum(attn) == shape.n_layers * mech.attention_params(shape.d_model, shape.n_heads, shape.n_kv_heads,
+                                                               shape.head_dim)
+
+
+@pytest.mark.parametrize("name", ["gemma3_270m", "smollm2_135m"])
+def test_real_decoder_shapes_match_the_packaged_config(name):
+    """The converted packaged model's own config.json (when this machine has converted it) states the same shape."""
+    import json
+
+    from viz_core.pretrained import packaged
+    decoder = {"gemma3_270m": packaged.GEMMA, "smollm2_135m": packaged.SMOLLM2}[name]
+    path = packaged.cache_dir(decoder) / "config.json"
+    if not path.exists():
+        pytest.skip(f"{decoder.title} is not converted on this machine")
+    cfg = json.loads(path.read_text(encoding="utf-8"))
+    shape = mech.PRESETS[name]
+    assert (cfg["hidden_size"], cfg["num_attention_heads"], cfg["num_key_value_heads"], cfg["head_dim"],
+            cfg["num_hidden_layers"]) == (shape.d_model, shape.n_heads, shape.n_kv_heads, shape.head_dim,
+                                          shape.n_layers)
+    assert (cfg.get("sliding_window") or 0) == shape.window
+    if cfg.get("layer_types"):
+        assert [t.split("_")[0] for t in cfg["layer_types"]] == shape.layer_kinds()
 
 
 def test_kv_cache_view_is_what_the_bars_show():

@@ -104,6 +104,63 @@ def test_masks_nan_demo_zh():
     assert any("(2 × 5)" in t for t in _titles(at))
 
 
+def test_sliding_window_mask_en_zh():
+    """Pick the sliding-window mask, move its window: the mask follows 0 <= i - j < W, the weights are 0 outside
+    the window, the window is in the address, and the explanation (with the numbers of W) is on the page."""
+    at = run_page("mechanics", {"lang": "en", "section": "masks", "item": "1"})
+    assert not [s for s in at.slider if s.key == "mechanics.win"]  # drawn only for the sliding window
+    widget(at, "selectbox", "mechanics.kind").set_value("sliding").run()
+    assert_clean(at)
+    assert at.slider(key="mechanics.win").value == 3
+    at.slider(key="mechanics.win").set_value(2).run()
+    assert_clean(at)
+    assert at.query_params["win"] in (["2"], "2") and at.query_params["kind"] in (["sliding"], "sliding")
+    figs = {f["layout"]["title"]["text"].split("  (")[0]: f for f in _figures(at)}
+    mask = _z(figs["mask (1 = blocked)"]).astype(bool)  # sentence 1: "a dog ran far away", N = 5
+    i, j = np.indices(mask.shape)
+    np.testing.assert_array_equal(mask, ~((i - j >= 0) & (i - j < 2)))
+    weights = _z(figs["weights (safe softmax)"])
+    assert np.all(weights[mask] == 0) and np.allclose(weights.sum(-1), 1.0)
+    text = _text(at)
+    assert "Sliding window" in text and "O(N·W)" in text and "Gemma 3" in text
+    assert "W = 2: 9 of the 25 cells" in text and "5 × (W − 1) = 5" in text and "2555" in text
+    assert "(5, 5)" in text
+    at.slider(key="mechanics.win").set_value(12).run()  # W >= N: the causal mask
+    mask = _z(next(f for f in _figures(at) if f["layout"]["title"]["text"].startswith("mask"))).astype(bool)
+    np.testing.assert_array_equal(mask, np.triu(np.ones((5, 5), bool), 1))
+    at = run_page("mechanics", {"lang": "zh", "section": "masks", "kind": "sliding", "win": "4"})
+    assert_clean(at)
+    assert at.slider(key="mechanics.win").value == 4 and "滑动窗口" in _text(at)
+    at = run_page("mechanics", {"lang": "en", "section": "masks", "kind": "causal", "win": "4"})
+    assert_clean(at)  # the window waits in the address while another mask is shown
+    assert not [s for s in at.slider if s.key == "mechanics.win"]
+
+
+def test_real_decoder_shapes_en():
+    """Gemma 3 270M (MQA, 4 query heads over 1 KV head, d_head 256, 18 layers) and SmolLM2-135M (GQA, 9 over 3,
+    d_head 64, 30 layers) in the KV-cache part; Gemma's sliding layers capped at W = 512 at 4096 tokens."""
+    at = run_page("mechanics", {"lang": "en", "section": "variants", "preset": "gemma3_270m"})
+    assert_clean(at)
+    metrics = {m.label: m.value for m in at.metric}
+    assert metrics["Variant"] == "MQA (1/4)"
+    assert metrics["KV cache per token"] == "18 KiB"  # 2 x 18 x 1 x 256 x 2 bytes = 18,432
+    # 3 full layers x 4096 tokens + 15 sliding layers x 512, 1 KiB per token and layer
+    assert metrics["KV cache, 4096 tokens × batch 1"] == "19.5 MiB"
+    text = _text(at)
+    assert "full layers hold 4096 tokens each, sliding layers 512" in text and "72 MiB" in text
+    assert "layers 5, 11, 17" in text and "72 KiB per token" in text  # MHA with 4 KV heads: 4 x 18 KiB
+    at.number_input(key="mechanics.ctx").set_value(300).run()  # shorter than W: the window caps nothing
+    text = _text(at)
+    assert "At 300 tokens" in text and "At 4096 tokens" in text
+    widget(at, "selectbox", "mechanics.preset").set_value("smollm2_135m").run()
+    assert_clean(at)
+    metrics = {m.label: m.value for m in at.metric}
+    assert metrics["Variant"] == "GQA (3/9)" and metrics["KV cache per token"] == "22.5 KiB"  # 2 x 30 x 3 x 64 x 2
+    assert "sliding" not in _text(at)
+    widget(at, "select_slider", "mechanics.kv").set_value(9).run()
+    assert {m.label: m.value for m in at.metric}["Variant"] == "MHA (9/9)"
+
+
 def test_variants_kv_slider_en():
     at = run_page("mechanics", {"lang": "en", "section": "variants"})
     assert_clean(at)

@@ -14,6 +14,22 @@ def causal_mask(n: int, device: torch.device | str | None = None) -> torch.Tenso
     return torch.ones(n, n, dtype=torch.bool, device=device).triu(diagonal=1)  # (n, n)
 
 
+def sliding_window_mask(n: int, window: int, device: torch.device | str | None = None) -> torch.Tensor:
+    """Sliding-window causal mask: bool (n, n), True = blocked; query i sees key j iff 0 <= i - j < window.
+
+    The window counts the query itself: each query sees itself and the window - 1 keys before it, the rule of
+    transformers' sliding_window_causal_mask_function (kv_idx <= q_idx and kv_idx > q_idx - window; Mistral,
+    Gemma 2 / 3). window >= n is the causal mask; the diagonal is never blocked, so no row is fully blocked.
+    """
+    if n < 0:
+        raise ValueError(f"sequence length must be >= 0, got {n}")
+    if window < 1:
+        raise ValueError(f"the window must hold at least one key, got {window}")
+    i = torch.arange(n, device=device)[:, None]  # (n, 1) query positions
+    j = torch.arange(n, device=device)[None, :]  # (1, n) key positions
+    return (i - j < 0) | (i - j >= window)  # (n, n): in the future, or window or more keys back
+
+
 def padding_mask(is_pad: torch.Tensor) -> torch.Tensor:
     """Key padding mask: is_pad bool (B, Nk) -> bool (B, 1, 1, Nk).
 

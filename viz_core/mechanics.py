@@ -17,7 +17,8 @@ import torch
 from .attention import (AdditiveAttention, MultiHeadAttention, additive_scores, attention_scores, masked_softmax,
                         scaled_dot_product_attention)
 from .errors import InputError
-from .masks import causal_mask, combine_masks, cross_padding_mask, fully_blocked_rows, padding_mask
+from .masks import (causal_mask, combine_masks, cross_padding_mask, fully_blocked_rows, padding_mask,
+                    sliding_window_mask)
 
 # ---------------------------------------------------------------- the worked example of the study notes
 WORKED_TOKENS = ("哈基咪", "南北", "绿豆")
@@ -274,16 +275,21 @@ class MaskView:
     fully_blocked: np.ndarray  # bool (Nq,): rows with no visible key
 
 
-MASK_KINDS = ("causal", "padding", "causal_padding", "cross")
+MASK_KINDS = ("causal", "sliding", "padding", "causal_padding", "cross")
+DEFAULT_WINDOW = 3          # W of the sliding-window demo (sentences hold at most MAX_TOKENS tokens)
 MASK_METHODS = ("add_inf", "fill_inf", "fill_1e9", "safe")
 
 
-def batch_mask(kind: str, is_pad_k: torch.Tensor, n_q: int) -> torch.Tensor:
-    """The mask of a whole batch, True = blocked: causal (N, N); padding (B, 1, 1, N); causal + padding
-    (B, 1, N, N); cross padding (B, 1, Nq, Nk)."""
+def batch_mask(kind: str, is_pad_k: torch.Tensor, n_q: int, window: int = DEFAULT_WINDOW) -> torch.Tensor:
+    """The mask of a whole batch, True = blocked: causal (N, N); sliding window of `window` keys (N, N); padding
+    (B, 1, 1, N); causal + padding (B, 1, N, N); cross padding (B, 1, Nq, Nk)."""
     n = is_pad_k.shape[1]
     if kind == "causal":
         return causal_mask(n)  # (N, N)
+    if kind == "sliding":
+        if window < 1:
+            raise InputError("mechanics.bad_window", "the window must hold at least one key")
+        return sliding_window_mask(n, window)  # (N, N)
     if kind == "padding":
         return padding_mask(is_pad_k)  # (B, 1, 1, N)
     if kind == "causal_padding":
@@ -306,14 +312,15 @@ def masked_weights(scores: torch.Tensor, mask: torch.Tensor) -> dict[str, np.nda
 
 
 def mask_view(batch: PaddedBatch, item: int, kind: str, query_text: str = "", d_k: int = 4,
-              seed: int = 0) -> MaskView:
-    """Build the batch mask of `kind`, pick batch item `item`, and mask random scores of that item with it."""
+              seed: int = 0, window: int = DEFAULT_WINDOW) -> MaskView:
+    """Build the batch mask of `kind` (window: W of the sliding-window mask), pick batch item `item`, and mask
+    random scores of that item with it."""
     if not 0 <= item < len(batch.tokens):
         raise InputError("mechanics.bad_item", "no such sentence in the batch", last=len(batch.tokens))
     is_pad = torch.as_tensor(batch.is_pad)  # (B, Nk)
     k_tokens = batch.tokens[item]
     q_tokens = parse_tokens(query_text, "query") if kind == "cross" else k_tokens
-    full = batch_mask(kind, is_pad, len(q_tokens))
+    full = batch_mask(kind, is_pad, len(q_tokens), window)
     mask = full.expand(len(batch.tokens), 1, len(q_tokens), len(k_tokens))[item, 0]  # (Nq, Nk)
     gen = torch.Generator().manual_seed(seed)
     q = torch.randn(len(q_tokens), d_k, generator=gen, dtype=torch.float64)  # (Nq, d_k)
@@ -338,6 +345,12 @@ def method_summary(view: MaskView) -> list[dict]:
                      "blocked_row_sum": (float(np.nansum(blocked[0])) if blocked.size and not np.isnan(blocked).all()
                                          else (float("nan") if blocked.size else None))})
     return rows
+
+
+def sliding_reach(window: int, n_layers: int) -> int:
+    """How far back a token's information can come from after n_layers sliding layers of window W: each layer
+    reaches W - 1 positions further, so l (W - 1) (the receptive field grows like a stack of convolutions)."""
+    return n_layers * (window - 1)
 
 
 def fp16_fill_check() -> dict[str, str]:
@@ -473,13 +486,27 @@ class ModelShape:
     n_kv_heads: int            # what the real model uses
     d_head: int = 0            # per-head size; 0 -> d_model // n_heads
     bytes_per_value: int = 2   # 2 = fp16 / bf16
+    window: int = 0            # sliding window W of the sliding layers; 0 = every layer attends to all tokens
+    full_every: int = 0        # with a window: every full_every-th layer (1-based) is full attention, the rest slide
 
     @property
     def head_dim(self) -> int:
         return self.d_head or self.d_model // self.n_heads
 
+    def layer_kinds(self) -> list[str]:
+        """'full' or 'sliding' per layer: Gemma 3's 5 : 1 pattern is window 512, full_every 6 (layers 5, 11, 17
+        0-based are full)."""
+        if not self.window:
+            return ["full"] * self.n_layers
+        return ["full" if self.full_every and (i + 1) % self.full_every == 0 else "sliding"
+                for i in range(self.n_layers)]
 
+
+GEMMA3_270M = ModelShape("Gemma 3 270M", 640, 4, 18, 1, d_head=256, window=512, full_every=6)  # MQA, 5 sliding : 1
+SMOLLM2_135M = ModelShape("SmolLM2-135M", 576, 9, 30, 3, d_head=64)  # Llama family, GQA: 3 groups of 3 query heads
 PRESETS = {  # published configurations (hidden size, heads, layers, KV heads, head size)
+    "gemma3_270m": GEMMA3_270M,       # the two real decoders the app ships offline
+    "smollm2_135m": SMOLLM2_135M,
     "llama2_7b": ModelShape("Llama-2-7B", 4096, 32, 32, 32),
     "mistral_7b": ModelShape("Mistral-7B", 4096, 32, 32, 8),
     "llama2_70b": ModelShape("Llama-2-70B", 8192, 64, 80, 8),
@@ -505,13 +532,28 @@ def attention_params(d_model: int, n_heads: int, n_kv_heads: int, d_head: int, b
 
 
 def kv_cache_bytes(shape: ModelShape, n_kv_heads: int, n_tokens: int = 1, batch: int = 1) -> int:
-    """K and V of every layer: 2 x layers x H_kv x d_head x bytes, per token of every sequence in the batch."""
+    """K and V of every layer: 2 x layers x H_kv x d_head x bytes, per token of every sequence in the batch
+    (no window: every layer keeps every token)."""
     return 2 * shape.n_layers * n_kv_heads * shape.head_dim * shape.bytes_per_value * n_tokens * batch
+
+
+def cached_tokens(shape: ModelShape, n_tokens: int) -> list[int]:
+    """Tokens each layer's KV cache holds after n_tokens: all of them in a full layer, at most W in a sliding one
+    (older keys fall out of every query's window, so they can be dropped)."""
+    return [n_tokens if kind == "full" else min(n_tokens, shape.window) for kind in shape.layer_kinds()]
+
+
+def windowed_cache_bytes(shape: ModelShape, n_kv_heads: int, n_tokens: int, batch: int = 1) -> int:
+    """The KV cache with sliding layers capped at W tokens: 2 x H_kv x d_head x bytes x B x sum_l min(N, W_l);
+    equals kv_cache_bytes when the shape has no window."""
+    per_token_layer = 2 * n_kv_heads * shape.head_dim * shape.bytes_per_value * batch  # one token of one layer
+    return per_token_layer * sum(cached_tokens(shape, n_tokens))
 
 
 def kv_table(shape: ModelShape, n_tokens: int, batch: int) -> list[dict]:
     """Every legal KV-head count for this shape: variant, attention parameters (all layers), KV cache per token and
-    for n_tokens x batch."""
+    for n_tokens x batch: bytes_total as the model keeps it (sliding layers capped at W), bytes_no_window as if every
+    layer kept every token (the same for a model without a window)."""
     if n_tokens < 1 or batch < 1:
         raise InputError("mechanics.zero_length", "every size must be at least 1")
     rows = []
@@ -520,7 +562,8 @@ def kv_table(shape: ModelShape, n_tokens: int, batch: int) -> list[dict]:
                      "group": shape.n_heads // kv,
                      "params": shape.n_layers * attention_params(shape.d_model, shape.n_heads, kv, shape.head_dim),
                      "bytes_per_token": kv_cache_bytes(shape, kv),
-                     "bytes_total": kv_cache_bytes(shape, kv, n_tokens, batch)})
+                     "bytes_total": windowed_cache_bytes(shape, kv, n_tokens, batch),
+                     "bytes_no_window": kv_cache_bytes(shape, kv, n_tokens, batch)})
     return rows
 
 

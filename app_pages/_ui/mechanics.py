@@ -48,10 +48,11 @@ def shape_walkthrough(b: int, n: int, d_model: int, n_heads: int) -> list[mech.S
 
 
 @st.cache_data(max_entries=64, show_spinner=False)
-def mask_view(text: str, pad_side: str, item: int, kind: str, query_text: str, seed: int):
+def mask_view(text: str, pad_side: str, item: int, kind: str, query_text: str, seed: int,
+              window: int = mech.DEFAULT_WINDOW):
     batch = mech.parse_batch(text, pad_side)
     item = min(item, len(batch.tokens) - 1)
-    return batch, mech.mask_view(batch, item, kind, query_text, seed=seed)
+    return batch, mech.mask_view(batch, item, kind, query_text, seed=seed, window=window)
 
 
 @st.cache_data(max_entries=1, show_spinner=False)

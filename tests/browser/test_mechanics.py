@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from tests.browser.conftest import CHART, assert_no_exception, screenshot, switch_language, wait_done
+from tests.browser.conftest import (CHART, assert_no_exception, choose, chosen, screenshot, switch_language,
+                                    wait_done)
 
 pytestmark = pytest.mark.browser
 
@@ -91,3 +92,47 @@ def test_an_open_section_stays_open_in_the_other_language(open_page):
     wait_done(page)
     assert page.locator("[data-testid='stDataFrame']").count() == 4 and "edit=1" in page.url
     assert_no_exception(page)
+
+
+def _window(page, label: str):
+    """The window slider's range input, found by its visible label."""
+    return page.locator("[data-testid='stSlider']").filter(has_text=label).locator("input[type='range']").first
+
+
+def _sliding_state_holds(page, lang: str) -> None:
+    """The sliding-window mask with W = 2 on sentence 1 (5 tokens): in the address, the controls and the caption."""
+    mask, window, numbers = {"en": ("Mask", "Window W", "W = 2: 9 of the 25 cells"),
+                             "zh": ("掩码类型", "窗口 W", "W = 2：这里 25 个格子中有 9 个可见")}[lang]
+    assert "kind=sliding" in page.url and "win=2" in page.url
+    assert chosen(page, mask) == {"en": "Sliding window", "zh": "滑动窗口"}[lang]
+    assert _window(page, window).input_value() == "2"
+    assert numbers in page.locator("[data-testid='stMain']").inner_text()
+    assert _plots(page) == 8  # batch, mask, masked scores, weights, four masking methods
+    assert_no_exception(page)
+
+
+def test_sliding_window_by_hand(open_page):
+    """A person picks the sliding-window mask, narrows the window, switches to Chinese, presses Back and reloads:
+    the mask and its window hold throughout, and nothing raises."""
+    page = open_page("/mechanics?lang=en&section=masks&item=1")
+    assert page.locator("[data-testid='stSlider']").filter(has_text="Window W").count() == 0  # only for this mask
+    choose(page, "Mask", "Sliding window")
+    assert "kind=sliding" in page.url
+    thumb = _window(page, "Window W")
+    assert thumb.input_value() == "3"  # the default W
+    thumb.focus()
+    thumb.press("ArrowLeft")
+    wait_done(page)
+    _sliding_state_holds(page, "en")
+    switch_language(page, "zh")
+    assert "lang=zh" in page.url
+    _sliding_state_holds(page, "zh")
+    screenshot(page, "mechanics-sliding-zh")
+    page.go_back()  # Back undoes the language switch only
+    wait_done(page)
+    assert "lang=zh" not in page.url
+    _sliding_state_holds(page, "en")
+    page.reload(wait_until="domcontentloaded")  # the address alone restores it
+    wait_done(page)
+    _sliding_state_holds(page, "en")
+    screenshot(page, "mechanics-sliding-en")
