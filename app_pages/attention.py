@@ -290,9 +290,23 @@ def view_head(src: Source, c: Chosen) -> None:
             skip_sink=bool(skip_sink))
     if c.part in ("self", "decoder") and head_analysis.is_causal(c.weights):
         st.caption(t("attention.causal_seen"))
+    window_note(src, c)
     st.caption(t("attention.head_explain") if c.block == "all" and not c.hide else
                t("attention.head_explain_part") + " " + row_sum_note(c.weights[c.layer, c.head], "mean", c))
     ui.latex(r"w_{ij} = \mathrm{softmax}_j\!\left(\frac{q_i \cdot k_j}{\sqrt{d_k}}\right), \qquad \sum_j w_{ij} = 1")
+
+
+def window_note(src: Source, c: Chosen) -> None:
+    """On a sliding-window layer: whether this text is long enough for the window to show, and what it does."""
+    arch = getattr(models.info(src.name), "architecture", None)
+    if arch is None or not arch.sliding_window or c.layer not in arch.sliding_layers:
+        return
+    n, w = len(c.q_tokens), arch.sliding_window
+    if n > w:
+        blocked = head_analysis.outside_window(c.weights[c.layer, c.head], w)
+        st.caption(t("attention.window_seen", w=w, w1=w - 1, n=n, zero=f"{blocked:.0%}"))
+    else:
+        st.caption(t("attention.window_short", w=w, n=n))
 
 
 def view_grid(src: Source, c: Chosen) -> None:

@@ -150,7 +150,10 @@ def _seq2seq_objective(m: LoadedModel, text: str, target: str | int | None) -> O
 
 
 def _vocab(m: LoadedModel) -> torch.Tensor:
-    """The output embedding (V, d). AutoModel has no LM head, so only a tied head (= input embedding) is usable."""
+    """The output embedding (V, d): the decoder's own head where it was loaded with one, else (AutoModel has no LM
+    head) a tied head, i.e. the input embedding."""
+    if m.kind == "decoder" and m.lm_head is not None and isinstance(getattr(m.lm_head, "weight", None), torch.Tensor):
+        return m.lm_head.weight
     if not getattr(m.model.config, "tie_word_embeddings", True):
         raise InputError("importance.no_lm_head", f"{m.name} has no tied output head to read probabilities from",
                          name=m.name)
@@ -158,7 +161,11 @@ def _vocab(m: LoadedModel) -> torch.Tensor:
 
 
 def _logits(m: LoadedModel, hidden: torch.Tensor) -> torch.Tensor:
-    """(..., d) last hidden states -> (..., V) logits through the tied head (T5 rescales by d_model^-1/2 first)."""
+    """(..., d) last hidden states -> (..., V) logits through the decoder's head (with what the model does after
+    it, e.g. Gemma 2's soft cap), or the tied head (T5 rescales by d_model^-1/2 first)."""
+    if m.kind == "decoder" and m.lm_head is not None:
+        from .lens import finish_logits
+        return finish_logits(m.model.config, m.lm_head(hidden))
     if m.kind == "encoder-decoder" and getattr(m.model.config, "scale_decoder_outputs",
                                                getattr(m.model.config, "tie_word_embeddings", False)):
         hidden = hidden * m.model.config.d_model ** -0.5

@@ -70,7 +70,7 @@ def _baseline_vector(m, table: torch.nn.Embedding) -> torch.Tensor:
     so f jumps at exactly x = 0 and the path integral would miss the jump."""
     pad = getattr(m.tokenizer, "pad_token_id", None)
     if isinstance(pad, int) and 0 <= pad < table.weight.shape[0]:
-        return table.weight[pad].detach()
+        return table(torch.tensor([pad]))[0].detach().float()  # as the model embeds it (Gemma scales by sqrt(d))
     return torch.zeros(table.weight.shape[1])
 
 

@@ -178,3 +178,12 @@ def attention_received(weights: np.ndarray, rows: np.ndarray) -> tuple[np.ndarra
     raw = weights[-1].mean(0)[rows].mean(0)                       # (N,)
     roll = rollout(weights)[-1][rows].mean(0)                     # (N,)
     return raw.astype(np.float32), roll.astype(np.float32)
+
+
+def outside_window(weights: np.ndarray, window: int) -> float:
+    """The share of the causal (query, key) pairs of an (N, N) map that lie outside a sliding window of W keys
+    (i - j >= W) and carry zero weight: 1.0 on a sliding layer, near 0 on a full one."""
+    n = weights.shape[-1]
+    i, j = np.indices((n, n))
+    outside = i - j >= window  # (N, N)
+    return float((weights[..., outside] == 0).mean()) if outside.any() else 0.0
