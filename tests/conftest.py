@@ -173,3 +173,16 @@ def assert_opens_in_state(page: str, params: dict[str, str], lang: str = "en", f
     for k, v in params.items():
         assert held.get(k) == v, f"{page}: {k}={v} was asked, the page holds {held.get(k)!r}"
     return at
+
+
+@pytest.fixture(scope="session")
+def real_decoders():
+    """The packaged real decoders, converted into their cache (once per machine: about 2 minutes for Gemma, 1 for
+    SmolLM2 on 2 cores; a later session finds the cache). Returns the ids of those installed."""
+    from viz_core.pretrained import packaged
+    ready = []
+    for d in packaged.DECODERS:
+        if packaged.installed(d):
+            packaged.ensure(d)
+            ready.append(d.id)
+    return ready

@@ -165,9 +165,31 @@ def main(argv: list[str]) -> int:
     hf_logging.set_verbosity_error()
     hf_logging.disable_progress_bar()
     started = time.monotonic()
-    convert(d, Path(argv[1]), Progress(Path(argv[2]) if len(argv) == 3 else None))
-    print(f"converted {d.id} into {argv[1]} in {time.monotonic() - started:.1f} s")
+    out = Path(argv[1])
+    with _exclusive(out):  # two servers (or a server and the tests) sharing one cache convert it once
+        if packaged.cache_problem(d, out) is None:
+            print(f"{d.id} is already converted in {out}")
+            return 0
+        convert(d, out, Progress(Path(argv[2]) if len(argv) == 3 else None))
+    print(f"converted {d.id} into {out} in {time.monotonic() - started:.1f} s")
     return 0
+
+
+class _exclusive:
+    """An exclusive lock on OUT.lock across processes (flock; released when the process ends, even by a crash)."""
+
+    def __init__(self, out: Path):
+        out.parent.mkdir(parents=True, exist_ok=True)
+        self.path = out.with_name(out.name + ".lock")
+
+    def __enter__(self):
+        import fcntl
+        self.file = self.path.open("a")
+        fcntl.flock(self.file, fcntl.LOCK_EX)
+        return self
+
+    def __exit__(self, *_exc) -> None:
+        self.file.close()
 
 
 if __name__ == "__main__":
