@@ -12,6 +12,7 @@ from app_pages import _ui as ui
 from app_pages._ui import attention as cached
 from app_pages._ui import compare as compare_view
 from app_pages._ui import decoder as decoder_view
+from app_pages._ui import heads as heads_view
 from app_pages._ui import importance as importance_view
 from app_pages._ui import models
 from app_pages._ui import qk_map as qk_view
@@ -22,9 +23,10 @@ from viz_core.plots.common import placeholder_figure
 from viz_core.pretrained import catalog, head_analysis
 from viz_core.pretrained.result import AttentionResult
 
-VIEWS = ("head", "grid", "lines", "aggregate", "stats", "compare", "qkmap", "sinks", "lens", "importance", "export")
+VIEWS = ("head", "grid", "lines", "aggregate", "stats", "compare", "qkmap", "sinks", "heads", "lens", "importance",
+         "export")
 OPTIONS = {"compare": ("auto",), "qkmap": ()}  # the display options a view uses (others: hide and auto)
-DECODER_VIEWS = ("lens",)  # views only a decoder has (the logit lens reads next-token predictions)
+DECODER_VIEWS = ("heads", "lens")  # views only a decoder has (induction on repeats; next-token predictions)
 GRID_THUMB = 32  # tiles are at most 32 x 32 cells: a 6 x 12 grid stays light at 512 tokens
 t = ui.t
 
@@ -276,10 +278,15 @@ def open_head(chart_key: str, n_heads: int) -> None:
     points = st.session_state[chart_key].selection.get("points", [])
     if points and "point_index" in points[0] and points[0].get("curve_number", 1) == 1:
         idx = int(points[0]["point_index"])
-        ui.set_state("layer", idx // n_heads)
-        ui.set_state("head", idx % n_heads)
-        ui.set_state("heads", [idx % n_heads])
-        ui.set_state("view", "head")
+        show_head(idx // n_heads, idx % n_heads)
+
+
+def show_head(layer: int, head: int) -> None:
+    """Open one head in the 'One head' view."""
+    ui.set_state("layer", layer)
+    ui.set_state("head", head)
+    ui.set_state("heads", [head])
+    ui.set_state("view", "head")
 
 
 # ---------------------------------------------------------------- views
@@ -383,6 +390,10 @@ def view_sinks(src: Source, c: Chosen) -> None:
                             encoder=src.kind != "decoder")
 
 
+def view_heads(src: Source, c: Chosen) -> None:
+    heads_view.draw(src.name, c.layer, c.head, show_head)
+
+
 def view_lens(src: Source, c: Chosen | None) -> None:
     try:
         with st.spinner(t("attention.lens_running")):
@@ -410,7 +421,7 @@ def view_export(src: Source, c: Chosen) -> None:
 
 VIEW_DRAWERS = {"head": view_head, "grid": view_grid, "lines": view_lines, "aggregate": view_aggregate,
                 "stats": view_stats, "compare": view_compare, "qkmap": view_qkmap, "sinks": view_sinks,
-                "lens": view_lens, "importance": view_importance, "export": view_export}
+                "heads": view_heads, "lens": view_lens, "importance": view_importance, "export": view_export}
 
 # ---------------------------------------------------------------- page
 ui.setup("attention")

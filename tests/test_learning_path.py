@@ -115,3 +115,61 @@ def test_sinks_answer_follows_the_weights(pattern, expected):
     weights = np.broadcast_to(w, (2, 3, n, n)).astype(np.float32)
     a = path.answer_sinks([str(i) for i in range(n)], weights, special)
     assert a.correct == expected and a.matrix.shape == (2, 3)
+
+
+def _repeat_weights(pattern: str, length: int, start: int) -> np.ndarray:
+    """(L 2, H 2, N, N) causal weights on [start] s s: head (1, 1) follows `pattern` in the second copy, the others
+    attend to token 0 only."""
+    n = start + 2 * length
+    w = np.zeros((2, 2, n, n))
+    w[..., 0] = 1.0
+    for i in range(start + length, n):
+        j = {"next_after": i - length + 1, "same_token": i - length, "previous": i - 1}[pattern]
+        w[1, 1, i] = 0.0
+        w[1, 1, i, j] = 1.0
+    return w
+
+
+@pytest.mark.parametrize("start", [0, 1])
+@pytest.mark.parametrize("pattern", ["next_after", "same_token", "previous"])
+def test_induction_picks_follow_the_strongest_heads_rows(pattern, start):
+    length = 6
+    w = _repeat_weights(pattern, length, start)
+    ind = np.zeros((2, 2))
+    ind[1, 1] = 1.0
+    a = path.induction_picks(w, [str(i) for i in range(w.shape[-1])], ind, length)
+    assert a.correct == pattern and (a.values["layer"], a.values["head"]) == ("1", "1")
+    assert a.values["hits"] == str(length if pattern == "next_after" else 0)
+
+
+def test_real_induction_answer_ranks_heads_by_the_standard_score():
+    """On [bos] s s the made-up induction head (1, 1) scores 1 and every other head 0."""
+    length = 8
+    w = _repeat_weights("next_after", length, 1)
+    a = path.answer_induction_real(w, ["<bos>"] + [str(i) for i in range(length)] * 2, length, model="M")
+    assert a.correct == "next_after" and a.values["score"] == "1" and a.values["model"] == "M"
+    assert (a.values["layer"], a.values["head"]) == ("1", "1") and a.matrix.shape == (17, 17)
+
+
+def test_decoder_sinks_compare_with_the_previous_word():
+    n = 8
+    special = np.zeros(n, bool)
+    special[0] = True
+    prev = np.eye(n, k=-1)
+    prev[0, 0] = 1.0
+    weights = np.broadcast_to(prev, (2, 3, n, n)).astype(np.float32)
+    assert path.answer_sinks([str(i) for i in range(n)], weights, special, neighbour=-1).correct == "next"
+    assert path.answer_sinks([str(i) for i in range(n)], weights, special, neighbour=1).correct != "next"
+
+
+def test_real_variants_have_links_and_words():
+    assert set(path.REAL_STEPS) == {"induction", "sinks"}
+    for s in path.STEPS:
+        assert s.link() == (s.page, s.link_params) and s.link(real=s.real is None) == (s.page, s.link_params)
+    page, params = path.step("sinks").link(real=True)
+    assert page == "attention" and params == {"model": path.REAL_MODEL, "view": "sinks", "text": path.SINK_TEXT}
+    assert path.step("induction").link(real=True) == ("attention", {"model": path.REAL_MODEL, "view": "heads"})
+    for step_id in path.REAL_STEPS:
+        for lang in ("en", "zh"):
+            for key in ("text", "answer", "why", "link", "fig"):
+                assert i18n.t(f"start.{step_id}_{key}_real", lang)

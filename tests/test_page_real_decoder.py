@@ -10,7 +10,8 @@ from viz_core.pretrained import packaged
 
 pytestmark = pytest.mark.slow
 ZH = "我今天在图书馆学习注意力机制，老师说它很重要。"
-VIEWS = ("head", "grid", "lines", "aggregate", "stats", "compare", "qkmap", "sinks", "lens", "importance", "export")
+VIEWS = ("head", "grid", "lines", "aggregate", "stats", "compare", "qkmap", "sinks", "heads", "lens", "importance",
+         "export")
 
 
 @pytest.fixture(scope="module", autouse=True)
@@ -42,7 +43,7 @@ def test_every_view_on_gemma(view):
     assert_clean(at)
     assert not at.error, [e.value for e in at.error]
     assert widget(at, "radio", "attention.view").value == view
-    if view in ("head", "grid", "aggregate", "stats", "sinks", "lens", "importance", "compare"):
+    if view in ("head", "grid", "aggregate", "stats", "sinks", "heads", "lens", "importance", "compare"):
         assert charts(at), view
 
 

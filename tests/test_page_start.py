@@ -4,6 +4,8 @@ state, progress in the address, the summary and the teacher's ?step= link."""
 from __future__ import annotations
 
 
+from pathlib import Path
+
 import numpy as np
 import pytest
 
@@ -12,9 +14,18 @@ from tests.conftest import assert_clean, assert_opens_in_state, figures, page_li
 from viz_core import i18n
 from viz_core.learning import path
 from viz_core.lm.training import load_lm
+from viz_core.pretrained import packaged
 from viz_core.seq2seq.training import load_checkpoint
 
 N = len(path.STEPS)
+ROOT = Path(__file__).resolve().parents[1]
+REAL = packaged.status(packaged.GEMMA).state == "ready"  # the page reads Gemma for the induction and sink steps
+
+
+def _key(step, part: str) -> str:
+    """The words of a step as the page picks them: the real model's (start.<id>_<part>_real) where it reads it."""
+    name = f"{step.id}_{part}"
+    return f"{name}_real" if REAL and step.real is not None and f"{name}_real" in i18n.namespace("start") else name
 
 
 @pytest.fixture(scope="module")
@@ -23,6 +34,15 @@ def answers() -> dict[str, path.Answer]:
     from viz_core.pretrained import attention_for, load_model
     out = {k: f() for k, f in path.ANSWERS.items()}
     out["reverse"] = path.answer_reverse(load_checkpoint(shipped_path("reverse")))
+    if REAL:
+        from viz_core.pretrained import heads
+        gemma = load_model(path.REAL_MODEL)
+        weights, tokens = heads.repeated_attention(gemma, path.INDUCTION_SEGMENT, seed=0)
+        out["induction"] = path.answer_induction_real(weights, tokens, path.INDUCTION_SEGMENT,
+                                                      model=packaged.GEMMA.title)
+        r = attention_for(gemma, path.SINK_TEXT)
+        out["sinks"] = path.answer_sinks(r.tokens, r.weights, r.special, neighbour=-1)
+        return out
     out["induction"] = path.answer_induction(load_lm(shipped_path("lm_induction")))
     r = attention_for(load_model(), path.SINK_TEXT)
     out["sinks"] = path.answer_sinks(r.tokens, r.weights, r.special)
@@ -58,12 +78,13 @@ def test_walk_the_whole_path(lang, answers):
         radio.set_value(chosen).run()
         assert_clean(at)
         verdict = (at.success if chosen == a.correct else at.info)[0].value
-        assert tr(f"{step.id}_opt_{a.correct}") in verdict
+        assert tr(_key(step, f"opt_{a.correct}")) in verdict
         body = " ".join(m.value for m in at.markdown).replace("\\", "")
         for v in a.values.values():  # every number of the answer sentence is the app's own
             assert v in body, (step.id, v)
         [(page, query)] = [(p, q) for p, q in _links(at) if "glossary" not in q.get("part", "")]
-        assert page == step.page and query == step.link_params | ({"lang": lang} if lang != "en" else {})
+        want_page, want_params = step.link(REAL)
+        assert page == want_page and query == want_params | ({"lang": lang} if lang != "en" else {})
         assert at.query_params[f"p_{step.id}"] in (chosen, [chosen])
         if a.matrix is not None:
             [fig] = figures(at)
@@ -99,6 +120,40 @@ def test_answers_follow_their_numbers(answers):
 @pytest.mark.parametrize("step", path.STEPS, ids=[s.id for s in path.STEPS])
 def test_each_link_opens_its_page_in_the_promised_state(step):
     assert_opens_in_state(step.page, step.link_params, lang="zh" if step.id in ("qk", "heads", "sinks") else "en")
+
+
+def _attention_views() -> tuple[str, ...]:
+    """The views the Attention page lists (its VIEWS tuple, read from the source: importing a page runs it)."""
+    import ast
+    import re
+    found = re.search(r"^VIEWS = (\(.*?\))", (ROOT / "app_pages" / "attention.py").read_text("utf-8"), re.M | re.S)
+    return ast.literal_eval(found[1]) if found else ()
+
+
+@pytest.mark.parametrize("step_id", path.REAL_STEPS)
+def test_each_real_model_link_opens_its_page_in_the_promised_state(step_id):
+    step = path.step(step_id)
+    page, params = step.link(real=True)
+    if not REAL:
+        pytest.skip("Gemma 3 270M is not converted here")
+    if params.get("view") not in _attention_views():
+        pytest.skip(f"the Attention page does not list its {params.get('view')!r} view yet")
+    assert_opens_in_state(page, params, lang="zh" if step_id == "sinks" else "en")
+
+
+def test_without_the_real_model_the_steps_read_the_small_ones(monkeypatch):
+    """Gemma not converted (yet): the induction step asks about the shipped small model and links to Language
+    model, as before."""
+    from app_pages._ui import models
+    monkeypatch.setattr(models, "packaged_ready", lambda name: name != path.REAL_MODEL)
+    step = path.step("induction")
+    i = path.STEPS.index(step) + 1
+    at = run_page("start", {"step": str(i), "p_induction": "next_after"})
+    assert_clean(at)
+    body = " ".join(m.value for m in at.markdown)
+    assert i18n.t("start.induction_text", "en") in body and "Gemma" not in body
+    [(page, query)] = [(p, q) for p, q in _links(at) if "glossary" not in q.get("part", "")]
+    assert (page, query) == (step.page, step.link_params)
 
 
 def test_a_teacher_link_opens_a_step_and_the_address_keeps_answers():

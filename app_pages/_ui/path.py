@@ -1,11 +1,16 @@
 """Start page: the learning path. One step at a time (?step=), each a question, the student's prediction (?p_<step>=),
 then the answer the app computes (viz_core.learning.path), a figure and a link that opens the page where the step's
-experiment lives, in that state. The last step (len(STEPS) + 1) is the summary."""
+experiment lives, in that state. The last step (len(STEPS) + 1) is the summary.
+
+The induction and sink steps read the real Gemma 3 270M (path.REAL_MODEL) once its converted cache is ready, and the
+shipped induction model / MiniLM until then (or where it is not installed); `real(step)` decides, and their words are
+the start.<step>_<key>_real strings where those exist."""
 from __future__ import annotations
 
 import pandas as pd
 import streamlit as st
 
+from viz_core import i18n
 from viz_core.errors import InputError
 from viz_core.learning import path
 from viz_core.plots import common
@@ -49,12 +54,46 @@ def _model_answer(step_id: str) -> path.Answer:
     return path.answer_sinks(r.tokens, r.weights, r.special)
 
 
+@st.cache_data(show_spinner=False, max_entries=len(path.REAL_STEPS))
+def _real_answer(step_id: str) -> path.Answer:
+    """The induction and sink steps on the real decoder (the shared model, read only: one forward pass each)."""
+    from . import models
+    if step_id == "induction":
+        from viz_core.pretrained import heads
+        m = models.model(path.REAL_MODEL)
+        from viz_core.threads import thread_budget
+        with models.heavy(), thread_budget(1):  # one thread: steadier on a shared server (17 tokens)
+            weights, tokens = heads.repeated_attention(m, path.INDUCTION_SEGMENT, seed=0)
+        return path.answer_induction_real(weights, tokens, path.INDUCTION_SEGMENT, model=_real_title())
+    r = models.attention(path.REAL_MODEL, path.SINK_TEXT)
+    return path.answer_sinks(r.tokens, r.weights, r.special, neighbour=-1)  # a decoder sees only the word before
+
+
+def _real_title() -> str:
+    from viz_core.pretrained import packaged
+    return packaged.by_id(path.REAL_MODEL).title
+
+
+def real(step: path.Step) -> bool:
+    """Whether this step reads the real decoder now: it has a real variant and the model loads without converting."""
+    if step.real is None:
+        return False
+    from . import models
+    return models.packaged_ready(path.REAL_MODEL)  # its converted cache is there (so its package is installed)
+
+
+def text_key(step: path.Step, part: str, use_real: bool = False) -> str:
+    """The locale key of a step's text part: start.<id>_<part>_real for the real model where it exists."""
+    name = f"{step.id}_{part}"
+    return f"start.{name}_real" if use_real and f"{name}_real" in i18n.namespace("start") else f"start.{name}"
+
+
 def answer(step: path.Step) -> path.Answer | None:
     """The step's answer; None when the model it reads cannot be loaded here (the page says so)."""
     if not step.needs:
         return _plain_answer(step.id)
     try:
-        return _model_answer(step.id)
+        return _real_answer(step.id) if real(step) else _model_answer(step.id)
     except (InputError, OSError):
         return None
 
@@ -74,8 +113,9 @@ def prediction(step: path.Step) -> str | None:
     param = _param(step)
     key = state.bind(param, None, lambda raw: raw if raw in step.options else None, _valid_for(step), lang=lang())
     held = st.session_state[key]
+    use_real = real(step)
     chosen = st.radio(t("start.predict"), step.options, index=None if held is None else step.options.index(held),
-                      key=key, format_func=lambda o: option_label(step, o))
+                      key=key, format_func=lambda o: option_label(step, o, use_real))
     state.commit(param, chosen, None)
     return chosen
 
@@ -85,8 +125,8 @@ def stored_prediction(step: path.Step) -> str | None:
     return value(_param(step), None, lambda raw: raw if raw in step.options else None, _valid_for(step))
 
 
-def option_label(step: path.Step, option: str) -> str:
-    return t(f"start.{step.id}_opt_{option}")
+def option_label(step: path.Step, option: str, use_real: bool = False) -> str:
+    return t(text_key(step, f"opt_{option}", use_real))
 
 
 def restart() -> None:
@@ -106,9 +146,10 @@ def step_label(i: int) -> str:
 
 def step_view(i: int) -> None:
     step = path.STEPS[i - 1]
+    use_real = real(step)
     st.caption(t("start.step_of", i=i, n=N_STEPS, topic=t(f"start.topic_{step.topic}")))
     st.subheader(t(f"start.{step.id}_title"))
-    st.markdown(glossed(t(f"start.{step.id}_text")))
+    st.markdown(glossed(t(text_key(step, "text", use_real))))
     if step.id == "sinks":
         st.markdown("> " + plain_md(path.SINK_TEXT))
     if step.formula:
@@ -117,32 +158,34 @@ def step_view(i: int) -> None:
     if chosen is None:
         st.caption(t("start.predict_hint"))
         return
-    with st.spinner(t("start.computing")):
+    with st.spinner(t("start.computing_real") if use_real else t("start.computing")):
         a = answer(step)
     if a is None:
         st.warning(t("start.model_missing"))
     else:
-        answer_view(step, a, chosen)
-    link(step.page, t(f"start.{step.id}_link"), step.link_params)
+        answer_view(step, a, chosen, use_real)
+    page, params = step.link(use_real)
+    link(page, t(text_key(step, "link", use_real)), params)
 
 
-def answer_view(step: path.Step, a: path.Answer, chosen: str) -> None:
-    right = t("start.verdict_right", answer=option_label(step, a.correct))
-    wrong = t("start.verdict_wrong", answer=option_label(step, a.correct), chosen=option_label(step, chosen))
+def answer_view(step: path.Step, a: path.Answer, chosen: str, use_real: bool = False) -> None:
+    right = t("start.verdict_right", answer=option_label(step, a.correct, use_real))
+    wrong = t("start.verdict_wrong", answer=option_label(step, a.correct, use_real),
+              chosen=option_label(step, chosen, use_real))
     (st.success if chosen == a.correct else st.info)(right if chosen == a.correct else wrong)
-    st.markdown(t(f"start.{step.id}_answer", **{k: plain_md(v) for k, v in a.values.items()}))
+    st.markdown(t(text_key(step, "answer", use_real), **{k: plain_md(v) for k, v in a.values.items()}))
     if a.matrix is not None:
-        plot(answer_figure(step, a), key=f"start.fig_{step.id}")
-    st.markdown(f"**{t('start.why')}:** " + glossed(t(f"start.{step.id}_why")))
+        plot(answer_figure(step, a, use_real), key=f"start.fig_{step.id}")
+    st.markdown(f"**{t('start.why')}:** " + glossed(t(text_key(step, "why", use_real))))
 
 
-def answer_figure(step: path.Step, a: path.Answer):
+def answer_figure(step: path.Step, a: path.Answer, use_real: bool = False):
     rows = [t(f"start.row_{r}") if r in ROW_WORDS else r for r in a.rows]
     x, y = a.axes
     value_name = {"sinks": "start.value_share", "waves": "start.value_pe"}.get(step.id, "start.value_weight")
-    return figures.matrix_heatmap(a.matrix, rows, a.cols, title=t(f"start.{step.id}_fig"), x_title=t(f"start.axis_{x}"),
-                                  y_title=t(f"start.axis_{y}"), value_name=t(value_name), signed=a.signed,
-                                  mask=a.mask, height=_height(a.matrix.shape[0]))
+    return figures.matrix_heatmap(a.matrix, rows, a.cols, title=t(text_key(step, "fig", use_real)),
+                                  x_title=t(f"start.axis_{x}"), y_title=t(f"start.axis_{y}"), value_name=t(value_name),
+                                  signed=a.signed, mask=a.mask, height=_height(a.matrix.shape[0]))
 
 
 def _height(n_rows: int) -> int | None:
@@ -161,9 +204,10 @@ def summary_view() -> None:
         if chosen is not None:
             done += 1
             right += a is not None and a.correct == chosen
+        use_real = real(s)
         cells = {"col_step": step_label(i), "col_topic": t(f"start.topic_{s.topic}"),
-                 "col_yours": option_label(s, chosen) if chosen else t("start.not_answered"),
-                 "col_app": option_label(s, a.correct) if a is not None else "–",
+                 "col_yours": option_label(s, chosen, use_real) if chosen else t("start.not_answered"),
+                 "col_app": option_label(s, a.correct, use_real) if a is not None else "–",
                  "col_match": "–" if a is None else "✓" if a.correct == chosen else "✗"}
         # st.table reads its cells as markdown: "10. Layer normalisation" would turn into a numbered list
         rows.append({t(f"start.{k}"): plain_md(v) for k, v in cells.items()})

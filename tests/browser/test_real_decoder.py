@@ -11,7 +11,7 @@ from viz_core import i18n
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 ZH = "我今天在图书馆学习注意力机制，老师说它很重要。"
-VIEWS = ("head", "grid", "lines", "aggregate", "stats", "sinks", "lens", "compare", "importance", "export")
+VIEWS = ("head", "grid", "lines", "aggregate", "stats", "sinks", "heads", "lens", "compare", "importance", "export")
 t = i18n.t
 
 

@@ -5,7 +5,9 @@ Each step asks a question with a few predictions to choose from (stable option i
 locales/start.json as start.<step>_opt_<option>). `answer(step)` runs the experiment that settles it with the same
 viz_core code the pages use and returns the option its numbers point to, the numbers for the answer's sentence and
 a small matrix to draw. Three steps read a trained model (the shipped reverse translator, the shipped induction
-language model, the packaged MiniLM): the page passes it in, so this module loads nothing.
+language model, the packaged MiniLM): the page passes it in, so this module loads nothing. The induction and sink
+steps read a real decoder instead (REAL_MODEL, Gemma 3 270M) where it is ready: their `real` variant names the
+page that link opens, and their words are the start.<step>_<key>_real strings where those exist.
 """
 from __future__ import annotations
 
@@ -29,6 +31,7 @@ RACE_STEPS = 50                   # the optimizer step's race: bowl, lr 0.1, 50 
 RACERS = ("sgd", "momentum", "adam")
 DEPTH = 24                        # the residual step's stack
 MARGIN = 1.5                      # "spread evenly" wins unless the pattern beats an even share by this factor
+REAL_MODEL = "gemma3-270m"        # the real decoder the induction and sink steps read when it is ready
 
 
 @dataclass(frozen=True)
@@ -41,10 +44,18 @@ class Step:
     params: tuple[tuple[str, str], ...]       # ... in this state (its query parameters)
     formula: str = ""                         # LaTeX shown with the question
     needs: str = ""                           # "" | "reverse" | "induction" | "minilm": a model the page passes in
+    real: tuple[str, tuple[tuple[str, str], ...]] | None = None  # (page, params) of the link when the step reads
+    #                                                              REAL_MODEL instead of `needs`
 
     @property
     def link_params(self) -> dict[str, str]:
         return dict(self.params)
+
+    def link(self, real: bool = False) -> tuple[str, dict[str, str]]:
+        """(page, params) the step's link opens: the real model's variant when real and the step has one."""
+        if real and self.real is not None:
+            return self.real[0], dict(self.real[1])
+        return self.page, self.link_params
 
 
 @dataclass
@@ -94,10 +105,13 @@ STEPS: tuple[Step, ...] = (
          (("task", "reverse"), ("tab", "attention"), ("kind", "cross"), ("src_reverse", REVERSE_SOURCE)),
          r"A^{cross} = \operatorname{softmax}\!\left(\frac{Q_{dec} K_{enc}^\top}{\sqrt{d_k}}\right)", "reverse"),
     Step("induction", "trained", ("same_token", "next_after", "previous"), "language_model", (("tab", "induction"),),
-         r"x = s\,s:\quad A_{i,\; i - L + 1} \text{ large}", "induction"),
+         r"x = s\,s:\quad A_{i,\; i - L + 1} \text{ large}", "induction",
+         real=("attention", (("model", REAL_MODEL), ("view", "heads")))),
     Step("sinks", "trained", ("special", "next", "even"), "attention", (("view", "sinks"), ("text", SINK_TEXT)),
-         r"\text{share}_{special} = \frac{1}{N-1}\sum_{i \ge 1} \sum_{j \in \text{special}} A_{ij}", "minilm"),
+         r"\text{share}_{special} = \frac{1}{N-1}\sum_{i \ge 1} \sum_{j \in \text{special}} A_{ij}", "minilm",
+         real=("attention", (("model", REAL_MODEL), ("view", "sinks"), ("text", SINK_TEXT)))),
 )
+REAL_STEPS = tuple(s.id for s in STEPS if s.real is not None)
 TOPICS = ("attention", "scaling", "masks", "heads", "positions", "block", "training", "trained")
 
 
@@ -296,34 +310,56 @@ def induction_text(vocab: int, length: int = INDUCTION_SEGMENT, seed: int = 0) -
 
 
 def answer_induction(lm: Any, length: int = INDUCTION_SEGMENT) -> Answer:
-    """The shipped induction model on x = s s: where its strongest induction head looks from the second copy.
-    For query i in the second copy (i >= L), the candidates are the earlier same token (i - L), the token after it
-    (i - L + 1) and the previous token (i - 1); counted by the row's largest weight."""
+    """The shipped induction model on x = s s: where its strongest induction head looks from the second copy
+    (see induction_picks)."""
     text = induction_text(lm.config.vocab, length)
     a = lm.attention(text)
     _, ind = lm.scores_of(a)
+    answer = induction_picks(np.asarray(a.weights), list(a.tokens), ind, length)
+    answer.values["text"] = text
+    return answer
+
+
+def answer_induction_real(weights: np.ndarray, tokens: list[str], length: int = INDUCTION_SEGMENT,
+                          model: str = "Gemma 3 270M") -> Answer:
+    """A real decoder on [bos] s s (weights (L, H, N, N), tokens (N,)): the same question, its heads ranked by the
+    standard induction score (viz_core.pretrained.heads.induction_from_weights)."""
+    from viz_core.pretrained.heads import induction_from_weights
+    ind = induction_from_weights(np.asarray(weights)[None], length)  # (L, H)
+    answer = induction_picks(np.asarray(weights), list(tokens), ind, length)
+    answer.values["model"] = model
+    return answer
+
+
+def induction_picks(weights: np.ndarray, tokens: list[str], ind: np.ndarray, length: int) -> Answer:
+    """Where the strongest induction head (argmax of ind (L, H)) looks from the second copy of ... s s (weights
+    (L, H, N, N), a start token or none before s s). For query i in the second copy, the candidates are the earlier
+    same token (i - L), the token after it (i - L + 1) and the previous token (i - 1); counted by the row's largest
+    weight."""
     layer, head = (int(x) for x in np.unravel_index(int(ind.argmax()), ind.shape))
-    w = np.asarray(a.weights[layer, head])  # (2L, 2L)
-    queries = range(length, 2 * length)
+    w = weights[layer, head]  # (N, N)
+    first = w.shape[-1] - 2 * length  # where s starts: 1 after a start token, else 0
+    queries = range(first + length, first + 2 * length)
     picks = [int(w[i].argmax()) for i in queries]
     counts = {"same_token": sum(p == i - length for p, i in zip(picks, queries)),
               "next_after": sum(p == i - length + 1 for p, i in zip(picks, queries)),
               "previous": sum(p == i - 1 for p, i in zip(picks, queries))}
     correct = max(counts, key=counts.get)
     return Answer(correct, {"layer": str(layer), "head": str(head), "score": fmt(ind[layer, head]),
-                            "hits": str(counts["next_after"]), "queries": str(length), "text": text},
-                  w, list(a.tokens), list(a.tokens), mask=np.triu(np.ones_like(w, dtype=bool), 1))
+                            "hits": str(counts["next_after"]), "queries": str(length)},
+                  w, list(tokens), list(tokens), mask=np.triu(np.ones_like(w, dtype=bool), 1))
 
 
-def answer_sinks(tokens: list[str], weights: np.ndarray, special: np.ndarray) -> Answer:
-    """A BERT-style model on an ordinary sentence: the mean share of attention on its special tokens ([CLS],
-    [SEP]) over every head, against the share on the next word and the share those tokens would get if attention
-    were spread evenly."""
+def answer_sinks(tokens: list[str], weights: np.ndarray, special: np.ndarray, neighbour: int = 1) -> Answer:
+    """A trained model on an ordinary sentence: the mean share of attention on its special tokens ([CLS] and [SEP]
+    of a BERT-style encoder, the first token <bos> of a decoder) over every head, against the share on the
+    neighbouring word (neighbour = +1: the next one, for an encoder; -1: the previous one, all a decoder can see
+    nearby) and the share those tokens would get if attention were spread evenly."""
     from viz_core.pretrained.head_analysis import sink_shares
     s = sink_shares(weights, special)
     on_special = float((s.first + s.special).mean())
     n = len(tokens)
-    nxt = float(np.mean(np.diagonal(weights, offset=1, axis1=-2, axis2=-1)))
+    nxt = float(np.mean(np.diagonal(weights, offset=neighbour, axis1=-2, axis2=-1)))
     even = float(np.asarray(special).sum() / n)
     shares = {"special": on_special, "next": nxt, "even": even * MARGIN}
     correct = max(shares, key=shares.get)
