@@ -1,6 +1,7 @@
 """Convert a packaged GGUF decoder into a folder transformers loads in seconds (see packaged.py). Run as its own process:
 
     python -m viz_core.pretrained.convert MODEL_ID OUT_DIR [PROGRESS_JSON]
+    python -m viz_core.pretrained.convert --all       every installed one, into the cache the app reads
 
 GGUF stores each weight matrix in blocks of 32 or 256 values with a shared scale (Q4_K, Q5_0, Q8_0...):
 
@@ -154,8 +155,11 @@ def _manifest(d: packaged.PackagedDecoder, work: Path) -> None:
 
 
 def main(argv: list[str]) -> int:
+    if argv == ["--all"]:  # ahead of time (a container's build step): the server then finds every cache ready
+        return max([main([d.id, str(packaged.cache_dir(d))]) for d in packaged.DECODERS if packaged.installed(d)],
+                   default=0)
     if len(argv) not in (2, 3):
-        print(__doc__.split("\n\n")[1], file=sys.stderr)
+        print(__doc__.split("\n\n")[1], file=sys.stderr)  # the usage lines
         return 2
     d = packaged.by_id(argv[0])
     if d is None:
