@@ -12,7 +12,6 @@ from app_pages import _ui as ui
 from app_pages._ui import attention as cached
 from app_pages._ui import compare as compare_view
 from app_pages._ui import decoder as decoder_view
-from app_pages._ui import heads as heads_view
 from app_pages._ui import importance as importance_view
 from app_pages._ui import models
 from app_pages._ui import qk_map as qk_view
@@ -391,6 +390,7 @@ def view_sinks(src: Source, c: Chosen) -> None:
 
 
 def view_heads(src: Source, c: Chosen) -> None:
+    from app_pages._ui import heads as heads_view  # torch: a decoder's view only (the encoder's page stays torch-free)
     heads_view.draw(src.name, c.layer, c.head, show_head)
 
 
