@@ -1,5 +1,6 @@
-"""Language-model page: our own small GPT-style decoder. Induction heads forming during training, character-level
-generation step by step, and the KV cache (growth, exactness, speed).
+"""Language-model page: our own small GPT-style decoder. Induction heads forming during training, generation step
+by step (our character model, or a packaged real decoder: Gemma 3 270M, SmolLM2 135M), and the KV cache (growth,
+exactness, speed, and the real models' cache sizes).
 
 Reads top to bottom: intro -> the running job's progress (a fragment, seen from every tab) -> tabs (induction,
 your sequence, generate, KV cache); only the open tab is drawn. Training runs in its own thread
@@ -14,6 +15,7 @@ import streamlit as st
 from app_pages import _ui as ui
 from app_pages._ui import decoder as decoder_view
 from app_pages._ui import language_model as cached
+from app_pages._ui import models
 from app_pages._ui.language_model import figures
 from viz_core.device import pick_device
 from viz_core.export import columns_csv, npz_bytes, records_csv
@@ -23,6 +25,8 @@ from viz_core.lm.generate import cache_difference, generate
 from viz_core.lm.induction import phase_change_step, repeat_length, repeated_text, target_cells
 from viz_core.lm.lens import architecture_of
 from viz_core.lm.training import LMTrainConfig, probe_ids
+from viz_core.pretrained import generate as real
+from viz_core.pretrained import packaged
 from viz_core.pretrained.head_analysis import sink_shares
 
 ui.setup("language_model")  # state under the page's url path; its title in locales/language_model.json,
@@ -296,10 +300,13 @@ def sequence_summary(lm, result, ind, best) -> None:
 
 # ---------------------------------------------------------------- generate tab
 def generate_tab() -> None:
+    """Our character model or a packaged real decoder, picked at the top; the same sampling rule for both."""
+    choice = generation_model()
+    if choice != "chars":
+        real_generation(choice)
+        return
     st.markdown(ui.glossed(t("lm.gen_intro")))
-    ui.latex(r"p_i = \frac{e^{z_i / T}}{\sum_j e^{z_j / T}},\quad "
-             r"\text{top-}k:\ \text{the } k \text{ largest } p_i,\quad "
-             r"\text{top-}p:\ \min\, S \text{ with } \sum_{i\in S} p_i \ge p")
+    sampling_formula()
     st.caption(t("lm.gen.live_note"))
     lm = trainable_model("chars")
     if lm is None:
@@ -308,7 +315,7 @@ def generate_tab() -> None:
     if lm.history:
         with st.expander(t("lm.curves")):
             ui.plot(chars_loss_figure(lm.history), key="lm.chars_curves")
-    prompt, settings = generation_settings(lm)
+    prompt, settings = generation_settings()
     ids, err = ui.safe(lm.encode, prompt)
     if err is not None:
         ui.show_error(err)
@@ -319,6 +326,21 @@ def generate_tab() -> None:
     st.code(lm.tokenizer.decode(trace.ids), language=None, wrap_lines=True)
     if trace.steps:
         step_view(lm, trace)
+
+
+def sampling_formula() -> None:
+    ui.latex(r"p_i = \frac{e^{z_i / T}}{\sum_j e^{z_j / T}},\quad "
+             r"\text{top-}k:\ \text{the } k \text{ largest } p_i,\quad "
+             r"\text{top-}p:\ \min\, S \text{ with } \sum_{i\in S} p_i \ge p")
+
+
+def generation_model() -> str:
+    """Our character model, or one of the packaged real decoders that are installed (their ids)."""
+    options = ["chars"] + [d.id for d in cached.real_decoders()]
+    if len(options) == 1:
+        return "chars"
+    return ui.radio(t("lm.real_model"), options, "gen_model", "chars", help=t("lm.real_model_help"),
+                    format_func=lambda k: t("lm.real_model_chars") if k == "chars" else packaged.by_id(k).title)
 
 
 def corpus_note(lm) -> None:
@@ -345,8 +367,10 @@ def replaced_note(lm, prompt: str, shown: int = 20) -> None:
     st.info(t("lm.gen.replaced", n=len(unknown), chars=ui.plain_md(listed)))
 
 
-def generation_settings(lm):
-    prompt = ui.text(t("lm.prompt"), "prompt", "The cat ", max_chars=80, help=t("lm.prompt_help"))
+def generation_settings(param: str = "prompt", default: str = "The cat ", max_chars: int = 80,
+                        help_text: str | None = None):
+    """The prompt (its own address parameter per model kind) and the sampling settings (shared by every model)."""
+    prompt = ui.text(t("lm.prompt"), param, default, max_chars=max_chars, help=help_text or t("lm.prompt_help"))
     c = st.columns(5)
     n_new = ui.slider(t("lm.n_new"), 1, 60, "n_new", 40, container=c[0])
     temp = ui.slider(t("lm.temperature"), 0.0, 2.0, "temp", 0.8, step=0.05, container=c[1],
@@ -363,7 +387,7 @@ def step_view(lm, trace) -> None:
     k = min(k, n)
     s = trace.steps[k - 1]
     chosen = lm.tokenizer.labels([s.token])[0]
-    st.caption(t("lm.step_caption", step=k, chosen=chosen, p=f"{s.sampled[s.token]:.3f}"))
+    st.caption(t("lm.step_caption", step=k, chosen=ui.plain_md(chosen), p=f"{s.sampled[s.token]:.3f}"))
     vocab = lm.tokenizer.labels(range(lm.tokenizer.size))
     keys = lm.tokenizer.labels(trace.ids[: len(trace.prompt) + n - 1])  # every token any step attends to
     ui.plot(figures.generation_history(
@@ -382,6 +406,129 @@ def step_view(lm, trace) -> None:
     ui.download(t("lm.download_gen_csv"), csv, "generation.csv", "text/csv", key="lm.dl_gen_csv")
 
 
+# ---------------------------------------------------------------- generate tab: a real decoder
+def real_generation(model_id: str) -> None:
+    """A packaged real decoder continues the prompt step by step (cached per model, prompt, settings and seed)."""
+    d = packaged.by_id(model_id)
+    real_notes(d)
+    if not models.packaged_gate(model_id):  # still converting: its progress is drawn, nothing else
+        return
+    with st.spinner(t("lm.real_loading", name=d.title)):
+        m, err = ui.safe(models.model, model_id)  # the shared model (loaded once per server)
+    if err is not None:
+        ui.show_error(err)
+        return
+    shape = real.kv_shape_of(m.model.config)
+    real_intro(d, m, shape)
+    prompt, settings = generation_settings("real_prompt", t("lm.real_default_prompt"), 400,
+                                           t("lm.real_prompt_help", n=real.MAX_PROMPT_TOKENS))
+    with st.spinner(t("lm.real_generating", name=d.title)):
+        trace, err = ui.safe(cached.real_generation, model_id, prompt, **settings)
+    if err is not None:
+        ui.show_error(err)
+        return
+    real_output(trace, shape)
+    if trace.steps:
+        real_step_view(trace, shape)
+
+
+def real_notes(d) -> None:
+    """Where the weights come from (a 4-bit copy, dequantized to 16 bits) and their licence."""
+    st.caption(t("lm.real_weights", quant=d.quantization, name=d.title, package=d.package))
+    st.caption(t("lm.real_licence_gemma") if d.id == packaged.GEMMA.id else t("lm.real_licence", licence=d.licence))
+    if d.languages == ("en",):
+        st.caption(t("lm.real_english", name=d.title))
+
+
+def real_intro(d, m, shape) -> None:
+    st.markdown(ui.glossed(t("lm.real_intro", name=d.title, layers=shape.n_layers, heads=shape.n_heads,
+                             kv=shape.n_kv_heads, variant=t(f"lm.real_variant_{shape.variant}"),
+                             d_head=shape.head_dim, vocab=f"{m.model.config.vocab_size:,}",
+                             max_prompt=real.MAX_PROMPT_TOKENS, max_new=real.MAX_NEW_TOKENS)))
+    sampling_formula()
+
+
+def real_output(trace, shape) -> None:
+    """The text, how long it took, why it stopped, and the real cache it left."""
+    if trace.cut:
+        st.info(t("lm.real_cut", n=trace.n_prompt_typed, max=len(trace.prompt_ids)))
+    st.markdown(t("lm.output"))
+    st.code(trace.text, language=None, wrap_lines=True)
+    st.caption(t("lm.real_stats", steps=len(trace.steps), seconds=f"{trace.seconds:.1f}",
+                 rate=f"{trace.tokens_per_second:.1f}"))
+    if trace.stop == "eos":
+        st.caption(t("lm.real_stopped"))
+    if trace.cache_shapes:
+        k_shape = trace.cache_shapes[-1]  # a full-attention layer's (the last layer of both models)
+        key = "lm.real_cache_window" if shape.n_sliding else "lm.real_cache_now"
+        st.caption(t(key, tokens=k_shape[2], layers=len(trace.cache_shapes), shape=str(k_shape),
+                     total=f"{trace.cache_bytes:,}", kv=shape.n_kv_heads, d_head=shape.head_dim,
+                     sliding=shape.n_sliding, window=(shape.window or 1) - 1))
+
+
+def real_step_view(trace, shape) -> None:
+    """Each step's top next tokens and the new token's attention (each layer's mean, or one layer's heads)."""
+    n = len(trace.steps)
+    k = min(ui.slider(t("lm.gen_step"), 1, max(n, 2), "gen_step", 1) if n > 1 else 1, n)
+    s = trace.steps[k - 1]
+    st.caption(t("lm.step_caption", step=k, chosen=ui.plain_md(s.label), p=f"{s.p_sampled:.3f}"))
+    rows_of = ui.selectbox(t("lm.real_rows"), ["mean"] + list(range(shape.n_layers)), "real_rows", "mean",
+                           format_func=lambda v: t("lm.real_rows_mean") if v == "mean"
+                           else t("lm.real_rows_layer", layer=v))
+    rows, names, titles, axis = real_rows(trace, shape, rows_of)
+    ui.plot(figures.generation_steps(
+        np.stack([x.top_probs for x in trace.steps]), np.stack([x.top_sampled for x in trace.steps]),
+        [x.top_labels for x in trace.steps], [real_chosen_at(x) for x in trace.steps], rows, names, trace.keys,
+        k - 1, titles=titles, bars_title=t("lm.bars_title"), x_prob=t("lm.probability"), y_token=t("lm.token"),
+        model_name=t("lm.model_probs"), sampled_name=t("lm.sampled_probs"), x_key=t("lm.key"), y_head=axis,
+        value_name=t("lm.weight"), play=ui.play_labels()), key="lm.real_generation")
+    st.caption(t("lm.gen_play"))
+    st.caption(ui.glossed(t("lm.real_sink_note")))
+    real_downloads(trace)
+
+
+def real_rows(trace, shape, rows_of) -> tuple[list, list[str], list[str], str]:
+    """(rows per step, row names, titles per step, axis title): each layer's mean over its heads (L, T_k), or the
+    heads of one layer (H, T_k), each named with the key/value head it reads, g(i) = floor(i / (H / H_kv))."""
+    n = len(trace.steps)
+    if rows_of == "mean":
+        return ([x.attention.mean(axis=1) for x in trace.steps], [f"L{i}" for i in range(shape.n_layers)],
+                [t("lm.real_row_title_mean", step=j + 1) for j in range(n)], t("lm.real_axis_layer"))
+    group = shape.n_heads // shape.n_kv_heads
+    names = [f"L{rows_of} H{h} → KV{h // group}" for h in range(shape.n_heads)]
+    return ([x.attention[rows_of] for x in trace.steps], names,
+            [t("lm.real_row_title_layer", step=j + 1, layer=rows_of) for j in range(n)], t("lm.real_axis_head"))
+
+
+def real_chosen_at(step) -> int:
+    """Where the chosen token stands among the step's top tokens (-1: below them)."""
+    hits = np.flatnonzero(step.top_ids == step.token)
+    return int(hits[0]) if hits.size else -1
+
+
+def real_downloads(trace) -> None:
+    steps = trace.steps
+    csv = columns_csv({"step": list(range(1, len(steps) + 1)), "token_id": [x.token for x in steps],
+                       "token": [x.label for x in steps], "p_model": [x.p_model for x in steps],
+                       "p_sampled": [x.p_sampled for x in steps]})
+    data = partial(real_npz, trace)
+    ui.download(t("lm.real_download_npz"), data, "generation_real.npz", "application/octet-stream",
+                key="lm.dl_real_gen")
+    ui.download(t("lm.download_gen_csv"), csv, "generation_real.csv", "text/csv", key="lm.dl_real_gen_csv")
+
+
+def real_npz(trace) -> bytes:
+    """Every step's top tokens and probabilities, and its attention (K, L, H, T_max), later keys NaN."""
+    steps, t_max = trace.steps, len(trace.keys)
+    attention = np.full((len(steps), *steps[-1].attention.shape[:2], t_max), np.nan, dtype=np.float32)
+    for k, x in enumerate(steps):
+        attention[k, ..., :x.attention.shape[-1]] = x.attention
+    return npz_bytes(tokens=trace.prompt_labels + [x.label for x in steps],
+                     top_ids=np.stack([x.top_ids for x in steps]), top_labels=[x.top_labels for x in steps],
+                     top_probs=np.stack([x.top_probs for x in steps]),
+                     top_sampled=np.stack([x.top_sampled for x in steps]), attention=attention)
+
+
 # ---------------------------------------------------------------- KV-cache tab
 def cache_tab() -> None:
     st.markdown(ui.glossed(t("lm.cache_intro")))
@@ -396,6 +543,7 @@ def cache_tab() -> None:
     length = ui.slider(t("lm.cache_len"), 2, max_len - 1, "cache_len", min(48, max_len - 1),
                        help=t("lm.cache_len_help"))
     cache_growth(model, length)
+    real_cache_table(model, length)
     exactness(model, length)
     speed(kind)
 
@@ -415,6 +563,27 @@ def cache_growth(model, length: int) -> None:
                           title=t("lm.growth_title"), markers_only=[t("lm.measured")]), key="lm.growth")
     ui.download(t("lm.download_cache"), columns_csv({"tokens": steps} | dict(series)), "kv_cache_bytes.csv",
                 "text/csv", key="lm.dl_cache")
+
+
+def real_cache_table(model, length: int) -> None:
+    """The formula with the real models' shapes (their converted config.json, no model loaded) next to ours."""
+    st.markdown(t("lm.real_kv_intro"))
+    ours = real.KVShape(model.cfg.n_layers, model.cfg.n_heads, model.cfg.kv_heads, model.cfg.d_k)
+    shapes = [(t("lm.real_kv_ours"), ours)]
+    shapes += [(d.title, s) for d in cached.real_decoders() if (s := cached.real_kv_shape(d.id)) is not None]
+    ui.table([{t("lm.real_kv_col_model"): name, t("lm.real_kv_col_attention"): s.variant.upper(),
+               t("lm.real_kv_col_shape"): f"{s.n_layers} × {s.n_kv_heads} × {s.head_dim} ({s.n_heads})",
+               t("lm.real_kv_col_token"): f"{s.bytes_per_token():,}",
+               t("lm.real_kv_col_mha"): f"{s.mha_bytes_per_token():,}",
+               t("lm.real_kv_col_total"): f"{s.cache_bytes(length):,}"} for name, s in shapes],
+             title=t("lm.real_kv_table", tokens=length))
+    if len(shapes) == 1:
+        st.caption(t("lm.real_kv_none"))
+    for _, s in shapes[1:]:
+        if s.n_sliding:
+            full = s.n_layers - s.n_sliding
+            st.caption(t("lm.real_kv_window", sliding=s.n_sliding, window=s.window - 1, full=full,
+                         per=f"{2 * full * s.n_kv_heads * s.head_dim * s.bytes_per_value:,}"))
 
 
 def exactness(model, length: int) -> None:

@@ -219,3 +219,87 @@ def test_any_prompt_is_taken_and_unknown_characters_are_named():
     assert_clean(at)
     assert not at.error and at.code[0].value.startswith("Zebra \ufffd")
     assert "🦓" in texts(at.info)
+
+
+# ---------------------------------------------------------------- a real decoder in the generate tab
+def _installed(d) -> None:
+    from viz_core.pretrained import packaged
+    if not packaged.installed(d):
+        pytest.skip(f"{d.package} is not installed")
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("lang, licence, rows", [
+    ("en", "Gemma is provided under and subject to the Gemma Terms of Use found at ai.google.dev/gemma/terms", "layer"),
+    ("zh", "Gemma 依据 Gemma 使用条款（见 ai.google.dev/gemma/terms）提供", "层"),
+])
+def test_gemma_continues_a_chinese_prompt_step_by_step(lang, licence, rows):
+    """The real model picked in the generate tab: its licence and weights noted, the text continued, every step a
+    frame (top tokens and each layer's mean attention), equal to viz_core's own generation with the page's settings."""
+    from viz_core.pretrained import load_model, packaged
+    from viz_core.pretrained.generate import RealGenSettings, generate_real
+    _installed(packaged.GEMMA)
+    query = {"lang": lang, "tab": "generate", "gen_model": "gemma3-270m", "real_prompt": "我今天在图书馆",
+             "n_new": "6", "temp": "0.0"}
+    at = open_lm(query)
+    assert_clean(at)
+    assert not at.error
+    notes = texts(at.caption)
+    assert licence in notes and "Q4_K_M" in notes and ("16 bits" in notes if lang == "en" else "16 比特" in notes)
+    trace = generate_real(load_model("gemma3-270m"), "我今天在图书馆", RealGenSettings(n_new=6, temperature=0.0,
+                                                                                   top_p=0.95))
+    assert at.code[0].value == trace.text and trace.text.startswith("我今天在图书馆")
+    at.slider(key="language_model.gen_step").set_value(3).run(timeout=TIMEOUT)
+    assert_clean(at)
+    fig = next(f for f in figures(at) if f.get("frames"))
+    assert len(fig["frames"]) == len(trace.steps) and fig["layout"]["sliders"][0]["active"] == 2
+    assert fig["layout"]["yaxis2"]["title"]["text"] == rows
+    for k, frame in enumerate(fig["frames"]):
+        z = plotly_array(frame["data"][2]["z"])  # (L, T_max): each layer's mean over its heads, later keys empty
+        t_k = trace.steps[k].attention.shape[-1]
+        np.testing.assert_allclose(z[:, :t_k], trace.steps[k].attention.mean(axis=1), atol=1e-5)
+        assert np.isnan(z[:, t_k:]).all()
+    assert ("Its KV cache now holds T = " if lang == "en" else "它的 KV 缓存现在") in texts(at.caption)
+
+
+@pytest.mark.slow
+def test_smollm2_is_picked_like_a_person_would_and_shows_one_layers_heads():
+    from viz_core.pretrained import packaged
+    _installed(packaged.SMOLLM2)
+    at = open_lm({"lang": "en", "tab": "generate", "n_new": "5"})
+    widget(at, "radio", "language_model.gen_model").set_value("smollm2-135m").run(timeout=TIMEOUT)
+    assert_clean(at)
+    assert "Once upon a time, a little robot" in at.code[0].value
+    notes = texts(at.caption)
+    assert "Q4_1" in notes and "Apache-2.0" in notes and "mostly on English" in notes
+    assert "2 × 30 × 3 × 64 × 4 bytes × T" in notes  # the real cache against the formula
+    widget(at, "selectbox", "language_model.real_rows").set_value(4).run(timeout=TIMEOUT)
+    assert_clean(at)
+    fig = next(f for f in figures(at) if f.get("frames"))
+    assert fig["layout"]["yaxis2"]["ticktext"] == [f"L4 H{h} → KV{h // 3}" for h in range(9)]
+    assert plotly_array(fig["frames"][0]["data"][2]["z"]).shape[0] == 9
+
+
+@pytest.mark.slow
+def test_a_blank_prompt_for_the_real_model_says_what_to_do():
+    from viz_core.pretrained import packaged
+    _installed(packaged.SMOLLM2)
+    at = open_lm({"lang": "zh", "tab": "generate", "gen_model": "smollm2-135m", "n_new": "3"})
+    at.text_input(key="language_model.real_prompt").set_value("   ").run(timeout=TIMEOUT)
+    assert_clean(at)
+    assert "提示词是空的" in texts(at.error)
+
+
+def test_cache_tab_lists_the_real_models_next_to_ours():
+    from tests.conftest import md_tables
+    from viz_core.pretrained import packaged
+    at = open_lm({"lang": "en", "tab": "cache", "cache_len": "20"})
+    assert_clean(at)
+    table = md_tables(at)[0]
+    assert table.iloc[0, 0] == "ours (above)" and table.iloc[0, 5] == f"{2 * 2 * 4 * 16 * 4 * 20:,}"
+    shown = dict(zip(table.iloc[:, 0], table.iloc[:, 3]))
+    if packaged.installed(packaged.GEMMA):
+        assert shown["Gemma 3 270M"] == "36,864"  # 2 x 18 x 1 x 256 x 4 bytes
+        assert "sliding-window layers keep only their last 511 tokens" in texts(at.caption)
+    if packaged.installed(packaged.SMOLLM2):
+        assert shown["SmolLM2 135M Instruct"] == "46,080"  # 2 x 30 x 3 x 64 x 4 bytes

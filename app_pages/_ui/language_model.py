@@ -17,7 +17,7 @@ from viz_core.lm.training import LanguageModel, LMTrainConfig, LMTrainer, load_l
 from viz_core.plots import lm as plots
 from viz_core.threads import thread_budget
 
-from . import SharedFigures, share
+from . import SharedFigures, models, share
 from .training_job import Run, TrainingJob, shipped_path
 
 TIMING_LENGTHS = [8, 32, 64, 128, 192, 256, 384, 511]
@@ -129,6 +129,46 @@ def lens(lm: LanguageModel, task: str, text: str):
         return _shipped_lens(task, text)
     from viz_core.lm.lens import logit_lens
     return logit_lens(lm, text)
+
+
+# ---------------------------------------------------------------- the packaged real decoders
+REAL_THREADS = 1  # torch threads of one generation: steadier (and on a busy 2-core server faster) than two
+
+
+def real_decoders() -> list:
+    """The packaged real decoders whose weights are installed (viz_core.pretrained.packaged), in the picker's order."""
+    from viz_core.pretrained import packaged
+    return [d for d in packaged.DECODERS if packaged.installed(d)]
+
+
+@st.cache_data(show_spinner=False, max_entries=16)
+def real_generation(model_id: str, prompt: str, n_new: int, temperature: float, top_k: int, top_p: float,
+                    seed: int):
+    """generate_real on the shared packaged decoder (read-only), cached by (model, prompt, settings, seed): the same
+    request is computed once per server. One generation at a time per core (models.heavy). InputError for a bad
+    prompt or settings; call only after models.packaged_gate(model_id) returned True."""
+    from viz_core.pretrained.generate import RealGenSettings, generate_real
+    m = models.model(model_id)
+    settings = RealGenSettings(n_new=int(n_new), temperature=float(temperature), top_k=int(top_k),
+                               top_p=float(top_p), seed=int(seed))
+    with models.heavy(), thread_budget(REAL_THREADS):
+        return generate_real(m, prompt, settings)
+
+
+def real_kv_shape(model_id: str):
+    """The KVShape (viz_core.pretrained.generate) of a packaged decoder from its converted config.json, without
+    loading the model; None while it is not converted (or not installed)."""
+    import json
+
+    from viz_core.pretrained import packaged
+    from viz_core.pretrained.generate import kv_shape_of
+    d = packaged.by_id(model_id)
+    if d is None or packaged.cache_problem(d) is not None:
+        return None
+    try:
+        return kv_shape_of(json.loads((packaged.cache_dir(d) / "config.json").read_text("utf-8")))
+    except (OSError, ValueError, TypeError, KeyError):
+        return None
 
 
 # Figures cached by their inputs (see SharedFigures): figures.score_map(...) as in viz_core.plots.lm

@@ -14,8 +14,16 @@ from app_pages._ui.training_job import shipped_path
 from tests.browser.conftest import (assert_no_exception, choose, chosen, screenshot, switch_language, wait_done)
 from viz_core import i18n
 from viz_core.learning import path
+from viz_core.pretrained import packaged
 
 N = len(path.STEPS)
+REAL = packaged.installed(packaged.GEMMA)  # then the induction and sink steps read Gemma (converted by _gemma below)
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _gemma(real_decoders):
+    """The server's path reads Gemma once its cache is converted: convert it before the walk."""
+    assert REAL == (path.REAL_MODEL in real_decoders)
 
 
 @pytest.fixture(scope="module")
@@ -26,10 +34,30 @@ def correct() -> dict[str, str]:
     from viz_core.seq2seq.training import load_checkpoint
     out = {k: f().correct for k, f in path.ANSWERS.items()}
     out["reverse"] = path.answer_reverse(load_checkpoint(shipped_path("reverse"))).correct
+    if REAL:  # the server's induction and sink steps read Gemma (its cache is converted)
+        from viz_core.pretrained import heads
+        gemma = load_model(path.REAL_MODEL)
+        weights, tokens = heads.repeated_attention(gemma, path.INDUCTION_SEGMENT, seed=0)
+        out["induction"] = path.answer_induction_real(weights, tokens, path.INDUCTION_SEGMENT).correct
+        r = attention_for(gemma, path.SINK_TEXT)
+        out["sinks"] = path.answer_sinks(r.tokens, r.weights, r.special, neighbour=-1).correct
+        return out
     out["induction"] = path.answer_induction(load_lm(shipped_path("lm_induction"))).correct
     r = attention_for(load_model(), path.SINK_TEXT)
     out["sinks"] = path.answer_sinks(r.tokens, r.weights, r.special).correct
     return out
+
+
+def shown(markdown: str) -> str:
+    """A short markdown string as the browser shows it (code spans lose their backticks)."""
+    return markdown.replace("`", "")
+
+
+def key(step: path.Step, part: str) -> str:
+    """The step's string as the server shows it: its _real variant where the step reads Gemma."""
+    name = f"{step.id}_{part}"
+    real = REAL and step.real is not None and f"{name}_real" in i18n.namespace("start")
+    return f"start.{name}_real" if real else f"start.{name}"
 
 
 def _query(url: str) -> dict[str, str]:
@@ -42,7 +70,7 @@ def _page_of(url: str) -> str:
 
 def _predict(page, lang: str, step: path.Step, option: str) -> None:
     group = page.get_by_role("radiogroup", name=i18n.t("start.predict", lang), exact=True)
-    group.get_by_text(i18n.t(f"start.{step.id}_opt_{option}", lang), exact=True).click()
+    group.get_by_text(shown(i18n.t(key(step, f"opt_{option}"), lang)), exact=True).click()
     wait_done(page)
 
 
@@ -52,15 +80,16 @@ def _verdict(page) -> str:
 
 def _follow_link(page, lang: str, step: path.Step) -> None:
     """Click the step's link, check the page it opens, come back with Back."""
-    page.get_by_role("link", name=i18n.t(f"start.{step.id}_link", lang), exact=True).click()
-    page.wait_for_url(re.compile(rf"/{'' if step.page == DEFAULT_PAGE else step.page}\?"))
+    page.get_by_role("link", name=i18n.t(key(step, "link"), lang), exact=True).click()
+    target, params = step.link(real=REAL)
+    page.wait_for_url(re.compile(rf"/{'' if target == DEFAULT_PAGE else target}\?"))
     wait_done(page)
     assert_no_exception(page)
-    assert _page_of(page.url) == step.page
+    assert _page_of(page.url) == target
     held = _query(page.url)
-    for k, v in step.link_params.items():  # the page wrote its state back to the address: the link's values held
+    for k, v in params.items():  # the page wrote its state back to the address: the link's values held
         assert held.get(k) == v, (step.id, k, v, page.url)
-    title = i18n.t(f"{step.page}.title", lang)
+    title = i18n.t(f"{target}.title", lang)
     assert page.locator("h1").first.inner_text().strip() == title
     page.go_back()
     wait_done(page)
@@ -73,12 +102,12 @@ def test_walk_the_whole_path_and_follow_every_link(open_page, lang, correct):
     for i, step in enumerate(path.STEPS, start=1):
         assert _query(page.url).get("step", "1") == str(i)
         page.get_by_role("heading", name=i18n.t(f"start.{step.id}_title", lang), exact=True).wait_for()
-        assert page.get_by_role("link", name=i18n.t(f"start.{step.id}_link", lang), exact=True).count() == 0
+        assert page.get_by_role("link", name=i18n.t(key(step, "link"), lang), exact=True).count() == 0
         option = correct[step.id] if i % 2 else next(o for o in step.options if o != correct[step.id])
         _predict(page, lang, step, option)
         assert_no_exception(page)
         verdict = _verdict(page)
-        assert i18n.t(f"start.{step.id}_opt_{correct[step.id]}", lang) in verdict
+        assert shown(i18n.t(key(step, f"opt_{correct[step.id]}"), lang)) in verdict
         assert (i18n.t("start.verdict_right", lang, answer="").split("**")[0].strip() in verdict) == (option ==
                                                                                                  correct[step.id])
         assert _query(page.url)[f"p_{step.id}"] == option
@@ -87,7 +116,7 @@ def test_walk_the_whole_path_and_follow_every_link(open_page, lang, correct):
         _follow_link(page, lang, step)
         # back on the path: the same step, the prediction still made
         assert _query(page.url).get("step", "1") == str(i) and _query(page.url)[f"p_{step.id}"] == option
-        assert i18n.t(f"start.{step.id}_opt_{correct[step.id]}", lang) in _verdict(page)
+        assert shown(i18n.t(key(step, f"opt_{correct[step.id]}"), lang)) in _verdict(page)
         page.get_by_role("button", name=i18n.t("start.finish" if i == N else "start.next", lang)).click()
         wait_done(page)
     assert_no_exception(page)

@@ -174,24 +174,48 @@ def generation_history(probs: np.ndarray, sampled: np.ndarray, chosen: Sequence[
 
     probs, sampled (K, V); chosen (K,); rows: K arrays (L, H, T_k) with T_k = T_1 + k; keys: the labels of the
     longest T. Later keys are empty (NaN) at earlier steps, so the columns stay where they are while it plays."""
-    n_steps = len(rows)
     n_layers, n_heads, _ = rows[-1].shape
-    t_max = len(keys)
-    names = [f"L{layer} H{head}" for layer in range(n_layers) for head in range(n_heads)]
-    padded = np.full((n_steps, n_layers * n_heads, t_max), np.nan, dtype=np.float32)  # (K, L*H, T_max)
-    for k, r in enumerate(rows):
-        padded[k, :, :r.shape[-1]] = r.reshape(n_layers * n_heads, -1)
+    orders = [np.argsort(-np.asarray(probs[k]))[:top] for k in range(len(rows))]  # K x (top,)
+    return generation_steps(
+        np.stack([np.asarray(probs[k])[o] for k, o in enumerate(orders)]),
+        np.stack([np.asarray(sampled[k])[o] for k, o in enumerate(orders)]),
+        [[vocab[i] for i in o] for o in orders], [_position(o, chosen[k]) for k, o in enumerate(orders)],
+        [r.reshape(n_layers * n_heads, -1) for r in rows],
+        [f"L{layer} H{head}" for layer in range(n_layers) for head in range(n_heads)], keys, active,
+        titles=titles, bars_title=bars_title, x_prob=x_prob, y_token=y_token, model_name=model_name,
+        sampled_name=sampled_name, x_key=x_key, y_head=y_head, value_name=value_name, play=play)
 
-    def bars(k: int) -> tuple[np.ndarray, list[str]]:
-        order = np.argsort(-np.asarray(probs[k]))[:top]
-        return order, [f"[{plain(vocab[i])}]" if i == chosen[k] else plain(vocab[i]) for i in order]
+
+def _position(order: np.ndarray, token: int) -> int:
+    """Where token stands in order, or -1."""
+    hits = np.flatnonzero(np.asarray(order) == token)
+    return int(hits[0]) if hits.size else -1
+
+
+def generation_steps(top_probs: np.ndarray, top_sampled: np.ndarray, top_labels: Sequence[Sequence[str]],
+                     chosen_at: Sequence[int], rows: Sequence[np.ndarray], row_names: Sequence[str],
+                     keys: Sequence[str], active: int, *, titles: Sequence[str], bars_title: str, x_prob: str,
+                     y_token: str, model_name: str, sampled_name: str, x_key: str, y_head: str, value_name: str,
+                     play: PlayLabels = PlayLabels()) -> go.Figure:
+    """generation_history from each step's top tokens only (a real model's vocabulary is too large to send).
+
+    top_probs, top_sampled (K, n): the model's softmax(z / T) and the filtered distribution at each step's n most
+    likely tokens, top_labels their labels (K x n), chosen_at the chosen token's place among them (-1: not among
+    them); rows: K arrays (R, T_k), one row per name of row_names (a layer and head, or a layer's mean over its
+    heads); keys: the labels of the longest T (earlier steps' later keys are NaN)."""
+    names, t_max = list(row_names), len(keys)
+    padded = np.full((len(rows), len(names), t_max), np.nan, dtype=np.float32)  # (K, R, T_max)
+    for k, r in enumerate(rows):
+        padded[k, :, :r.shape[-1]] = r
+
+    def bar_labels(k: int) -> list[str]:
+        return [f"[{plain(x)}]" if i == chosen_at[k] else plain(x) for i, x in enumerate(top_labels[k])]
 
     fig = make_subplots(rows=1, cols=2, column_widths=[0.32, 0.68], horizontal_spacing=0.14,
                         subplot_titles=[plain(bars_title.format(step=active + 1)), plain(titles[active])])
-    order, labels = bars(active)
-    for values, name, colour in ((probs, model_name, 0), (sampled, sampled_name, 1)):
-        fig.add_trace(go.Bar(x=np.asarray(values[active])[order], y=np.arange(len(order)), orientation="h",
-                             name=name, marker_color=LINE_COLOURS[colour],
+    for values, name, colour in ((top_probs, model_name, 0), (top_sampled, sampled_name, 1)):
+        fig.add_trace(go.Bar(x=np.asarray(values[active], dtype=np.float32), y=np.arange(len(top_labels[active])),
+                             orientation="h", name=name, marker_color=LINE_COLOURS[colour],
                              hovertemplate=f"{name}: %{{x:.4f}}<extra></extra>"), row=1, col=1)
     hover = np.asarray([plain(x) for x in keys], dtype=object)
     fig.add_trace(go.Heatmap(z=padded[active], x=np.arange(t_max), y=np.arange(len(names)), zmin=0.0, zmax=1.0,
@@ -199,29 +223,32 @@ def generation_history(probs: np.ndarray, sampled: np.ndarray, chosen: Sequence[
                              colorbar=dict(title=dict(text=value_name, side="right"), thickness=12),
                              hovertemplate=(f"{y_head}: %{{y}}<br>{x_key}: %{{customdata}} (%{{x}})<br>"
                                             f"{value_name}: %{{z:.4f}}<extra></extra>")), row=1, col=2)
+    _steps_axes(fig, bar_labels(active), names, keys, x_prob=x_prob, y_token=y_token, x_key=x_key, y_head=y_head)
+    panel_titles = [a.to_plotly_json() for a in fig.layout.annotations]
+    frames = [{"data": [dict(type="bar", x=np.asarray(top_probs[k], dtype=np.float32)),
+                        dict(type="bar", x=np.asarray(top_sampled[k], dtype=np.float32)),
+                        dict(type="heatmap", z=padded[k])],
+               "traces": [0, 1, 2],
+               "layout": {"yaxis": {"ticktext": bar_labels(k), "tickvals": list(range(len(top_labels[k])))},
+                          "annotations": [panel_titles[0] | {"text": plain(bars_title.format(step=k + 1))},
+                                          panel_titles[1] | {"text": plain(titles[k])}]}}
+              for k in range(len(rows))]
+    return animated(fig, frames, [str(k + 1) for k in range(len(rows))], active, play)
+
+
+def _steps_axes(fig: go.Figure, bar_labels: list[str], names: list[str], keys: Sequence[str], *, x_prob: str,
+                y_token: str, x_key: str, y_head: str) -> None:
+    """The axes of generation_steps: bars with their token labels (top to bottom), the attention rows and keys."""
     fig.update_xaxes(title_text=x_prob, range=[0, 1], row=1, col=1)
-    fig.update_yaxes(title_text=y_token, autorange="reversed", tickmode="array", tickvals=list(range(len(order))),
-                     ticktext=labels, row=1, col=1)
+    fig.update_yaxes(title_text=y_token, autorange="reversed", tickmode="array", tickvals=list(range(len(bar_labels))),
+                     ticktext=bar_labels, row=1, col=1)
     kt, kl = tick_labels(list(keys))
     fig.update_xaxes(title_text=x_key, tickmode="array", tickvals=kt, ticktext=kl, tickangle=0, showgrid=False,
                      row=1, col=2)
-    fig.update_yaxes(title_text=y_head, tickmode="array", tickvals=list(range(len(names))), ticktext=names,
-                     autorange="reversed", showgrid=False, row=1, col=2)
+    fig.update_yaxes(title_text=y_head, tickmode="array", tickvals=list(range(len(names))),
+                     ticktext=[plain(x) for x in names], autorange="reversed", showgrid=False, row=1, col=2)
     fig.update_layout(barmode="group", height=max(300, 120 + 26 * len(names)), margin=dict(l=10, r=10, t=60, b=10),
                       legend=dict(orientation="h", yanchor="bottom", y=1.08, x=0))
-    panel_titles = [a.to_plotly_json() for a in fig.layout.annotations]
-    frames = []
-    for k in range(n_steps):
-        order, labels = bars(k)
-        frames.append({
-            "data": [dict(type="bar", x=np.asarray(probs[k])[order].astype(np.float32)),
-                     dict(type="bar", x=np.asarray(sampled[k])[order].astype(np.float32)),
-                     dict(type="heatmap", z=padded[k])],
-            "traces": [0, 1, 2],
-            "layout": {"yaxis": {"ticktext": labels, "tickvals": list(range(len(order)))},
-                       "annotations": [panel_titles[0] | {"text": plain(bars_title.format(step=k + 1))},
-                                       panel_titles[1] | {"text": plain(titles[k])}]}})
-    return animated(fig, frames, [str(k + 1) for k in range(n_steps)], active, play)
 
 
 def loss_curves(history: Sequence[dict], *, x_title: str, y_title: str, train_name: str, val_name: str,
