@@ -177,12 +177,13 @@ class _Running:
 
 def _fold_slice(run: _Running, logits: torch.Tensor, start: int, nxt: torch.Tensor, guess: torch.Tensor,
                 k: int) -> None:
-    """Add one slice of logits (RN, S) for vocabulary ids start..start+S-1 to the running sums (online softmax)."""
-    m_new = torch.maximum(run.m, logits.max(1).values.double())  # (RN,)
-    e = torch.exp(logits.double() - m_new[:, None])  # (RN, S)
+    """Add one slice of logits (RN, S) for vocabulary ids start..start+S-1 to the running sums (online softmax).
+    The exponentials are float32 (every exponent is <= 0 after the running max); the sums are kept in float64."""
+    m_new = torch.maximum(run.m, logits.amax(1).double())  # (RN,)
+    e = torch.exp(logits - m_new.float()[:, None])  # (RN, S), each <= 1
     keep = torch.exp(run.m - m_new)  # (RN,)
-    run.s0 = run.s0 * keep + e.sum(1)
-    run.s1 = run.s1 * keep + (e * logits.double()).sum(1)
+    run.s0 = run.s0 * keep + e.sum(1).double()
+    run.s1 = run.s1 * keep + torch.einsum("ij,ij->i", e, logits).double()
     run.m = m_new
     v, i = torch.topk(logits, min(k, logits.shape[1]), dim=1)  # (RN, k')
     merged_v, at = torch.topk(torch.cat([run.top_v, v], 1), k, dim=1)  # (RN, k)
@@ -191,9 +192,8 @@ def _fold_slice(run: _Running, logits: torch.Tensor, start: int, nxt: torch.Tens
     col = (nxt - start).clamp(0, logits.shape[1] - 1)  # (RN,)
     own = torch.gather(logits, 1, col[:, None])[:, 0]  # (RN,)
     run.chosen = torch.where(inside, own, run.chosen)
-    above = logits > guess[:, None]  # (RN, S); the token itself is not counted against itself:
-    above[inside, col[inside]] = False
-    run.beaten += above.sum(1)
+    beaten = (logits > guess[:, None]).float().sum(1).long()  # (RN,); the token itself is not counted:
+    run.beaten += beaten - (inside & (own > guess)).long()
 
 
 def lens_from_states(states: torch.Tensor, weight: torch.Tensor, ids: Sequence[int], tokens: list[str],
