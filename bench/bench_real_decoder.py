@@ -138,8 +138,8 @@ def bench_memory() -> None:
     from playwright.sync_api import sync_playwright
 
     from viz_core import i18n
-    views = ("head", "grid", "lines", "aggregate", "stats", "compare", "qkmap", "sinks", "lens", "importance",
-             "export")
+    views = ("head", "grid", "lines", "aggregate", "stats", "compare", "qkmap", "sinks", "heads", "lens",
+             "importance", "export")
     print("memory: server RSS, one visitor: the encoder's default page, then Gemma at 128 tokens through every "
           "view (goal <= 1.5 GB)")
     port = 8766

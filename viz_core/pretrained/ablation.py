@@ -270,10 +270,24 @@ def _hooks(m: LoadedModel, projections: list, plan: list[tuple[int, int]], fills
 
 
 def _chunk_rows(m: LoadedModel, obj: Objective, n_rows: int) -> int:
-    """Rows per batched forward so that the attention temporaries (~4 copies of B x H x N x N) fit CHUNK_BYTES."""
+    """Rows per batched forward so that one layer's temporaries and the logits of every row fit CHUNK_BYTES."""
     n = max(max(v.shape[-1] for k, v in enc.items() if k.endswith("input_ids")) for enc in obj.inputs)
-    per_row = 4 * 4 * m.n_heads * n * n
-    return int(max(1, min(n_rows, CHUNK_BYTES // per_row)))
+    return int(max(1, min(n_rows, CHUNK_BYTES // row_bytes(m, n))))
+
+
+def row_bytes(m: LoadedModel, n: int, layers_kept: int = 1) -> int:
+    """Float32 bytes one batch row of n tokens needs: per layer about 4 copies of its attention scores (H x N x N),
+    8 of its residual stream (N x d), 4 of its FFN's hidden layer (N x d_ff) and 3 of its projections
+    ((H + 2 H_kv) x d_head per token); times the layers whose activations are kept (1 in inference, L for a
+    backward pass); plus two rows of logits for a decoder's vocabulary (Gemma's 262,144: 2 MB a row)."""
+    config = m.model.config.get_text_config() if hasattr(m.model.config, "get_text_config") else m.model.config
+    d = getattr(config, "hidden_size", None) or getattr(config, "d_model", None) or getattr(config, "n_embd", 0) or 0
+    d_ff = getattr(config, "intermediate_size", None) or getattr(config, "d_ff", None) or 4 * d
+    arch = m.architecture
+    proj = (arch.n_heads + 2 * arch.n_kv_heads) * arch.head_dim if arch is not None and arch.head_dim else 3 * d
+    per_layer = 4 * (4 * m.n_heads * n * n + n * (8 * d + 4 * d_ff + 3 * proj))
+    vocab = getattr(getattr(m.lm_head, "weight", None), "shape", (0,))[0] if m.kind == "decoder" else 0
+    return per_layer * max(1, layers_kept) + 8 * vocab
 
 
 def head_importance(m: LoadedModel, text: str, text_pair: str | None = None, method: str = "zero",

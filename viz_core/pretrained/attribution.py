@@ -17,7 +17,7 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-from .ablation import Objective, objective, score
+from .ablation import Objective, objective, row_bytes, score
 from .head_analysis import attention_received, reading_rows  # noqa: F401 - their old home is here
 from .result import MAX_STEPS, METHODS, TokenAttribution, check_attribution  # noqa: F401 - torch-free (shared
 # with attribution_numpy, the packaged model's integrated gradients in numpy)
@@ -100,10 +100,10 @@ def integrated_gradients(m, obj: Objective, steps: int) -> tuple[np.ndarray, flo
 
 
 def _chunk_points(m, parts) -> int:
-    """Path points per forward + backward: their saved attention (~4 x L x H x N x N floats each) under CHUNK_BYTES."""
+    """Path points per forward + backward: what a backward pass keeps of every layer (ablation.row_bytes with all L
+    layers kept) under CHUNK_BYTES."""
     n = max(x.shape[0] for _, x, _ in parts)
-    per_point = 4 * 4 * max(1, m.n_layers) * m.n_heads * n * n
-    return int(max(1, CHUNK_BYTES // per_point))
+    return int(max(1, CHUNK_BYTES // row_bytes(m, n, max(1, m.n_layers))))
 
 
 def _forward_embeds(m, rest: dict, embeds: torch.Tensor):

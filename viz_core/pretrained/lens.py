@@ -278,4 +278,6 @@ def logit_lens_for(m: "LoadedModel", text: str, k: int = 5, max_tokens: int | No
 
             lens = lens_from_readout(readout, len(hidden), ids, labels, label_of, k)
     lens.truncated = truncated
+    from .load import release_memory
+    release_memory()  # the slices' temporaries (tens of MB each) go back to the system, not to a growing heap
     return lens

@@ -236,6 +236,7 @@ def _load_weights(path: str, config, half_embedding: bool = False) -> tuple[torc
             if half_embedding:
                 from .precision import float32_except_embedding
                 float32_except_embedding(causal)
+                release_memory()  # the float16 copies of the blocks' weights are freed: give their pages back
             return causal.base_model, _usable_head(causal, info.get("missing_keys") or ())
     return AutoModel.from_pretrained(path, config=config, **_FLAGS), None
 

@@ -26,12 +26,34 @@ class SlicedLinear(nn.Module):
         self.out_features, self.in_features = weight.shape
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        x = x.float()
-        out = x.new_empty((*x.shape[:-1], self.out_features))  # (..., V)
-        for start in range(0, self.out_features, VOCAB_SLICE):
-            w = self.weight[start:start + VOCAB_SLICE].float()  # (slice, d)
-            out[..., start:start + VOCAB_SLICE] = x @ w.T  # (..., slice)
+        out = _SlicedMatmul.apply(x.float(), self.weight)  # (..., V)
         return out if self.bias is None else out + self.bias.float()
+
+
+def _sliced(x: torch.Tensor, weight: torch.Tensor) -> torch.Tensor:
+    """x W^T (..., d) -> (..., V) in float32, W's rows cast a slice at a time."""
+    out = x.new_empty((*x.shape[:-1], weight.shape[0]))  # (..., V)
+    for start in range(0, weight.shape[0], VOCAB_SLICE):
+        out[..., start:start + VOCAB_SLICE] = x @ weight[start:start + VOCAB_SLICE].float().T  # (..., slice)
+    return out
+
+
+class _SlicedMatmul(torch.autograd.Function):
+    """y = x W^T with dy/dx = g W, both a slice of W at a time: autograd would keep a float32 copy of all of W for
+    the backward pass (671 MB for Gemma) where integrated gradients need only the gradient of x."""
+
+    @staticmethod
+    def forward(ctx, x: torch.Tensor, weight: torch.Tensor) -> torch.Tensor:
+        ctx.save_for_backward(weight)
+        return _sliced(x, weight)
+
+    @staticmethod
+    def backward(ctx, grad: torch.Tensor):
+        (weight,) = ctx.saved_tensors
+        gx = grad.new_zeros((*grad.shape[:-1], weight.shape[1]))  # (..., d)
+        for start in range(0, weight.shape[0], VOCAB_SLICE):
+            gx += grad[..., start:start + VOCAB_SLICE] @ weight[start:start + VOCAB_SLICE].float()  # (..., d)
+        return gx, None
 
 
 def _to_float32(embedding_out: torch.Tensor) -> torch.Tensor:
