@@ -25,7 +25,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
-from bench.bench_attention import _rss_sampler  # noqa: E402
+from bench.bench_attention import _median_time, _rss_sampler  # noqa: E402
 
 MODELS = ("gemma3-270m", "smollm2-135m")
 
@@ -90,16 +90,6 @@ def _words(n_words: int) -> str:
     return " ".join(words[i % len(words)] for i in range(n_words))
 
 
-def _median(fn, reps: int = 5) -> float:
-    fn()
-    times = []
-    for _ in range(reps):
-        t0 = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - t0)
-    return statistics.median(times)
-
-
 def bench_maps() -> None:
     from viz_core.plots import attention as plots
     from viz_core.pretrained import attention_for, load_model
@@ -116,7 +106,7 @@ def bench_maps() -> None:
                 plots.model_grid(r.weights, thumb=32, layer_label="layer", head_label="head", hover_hint="")
                 return r
             tokens = len(new_sentence().tokens)
-            print(f"   {model_id:13s} {tokens:4d} tokens: {_median(new_sentence):5.2f} s")
+            print(f"   {model_id:13s} {tokens:4d} tokens: {_median_time(new_sentence, 5):5.2f} s")
 
 
 def bench_lens() -> None:
@@ -127,7 +117,7 @@ def bench_lens() -> None:
         m = load_model(model_id)
         text = _words(80)
         for n in sorted({lens_positions(m), 64}):
-            seconds = _median(lambda: logit_lens_for(m, text, max_tokens=n), reps=3)
+            seconds = _median_time(lambda: logit_lens_for(m, text, max_tokens=n), 3)
             note = " (the page's default here)" if n == lens_positions(m) else ""
             print(f"   {model_id:13s} {n:3d} positions: {seconds:5.2f} s{note}")
 

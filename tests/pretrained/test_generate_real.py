@@ -14,7 +14,6 @@ import torch
 
 from viz_core.errors import InputError
 from viz_core.lm.generate import sampling_probs
-from viz_core.pretrained import packaged
 from viz_core.pretrained.generate import (MAX_PROMPT_TOKENS, TOP_SHOWN, KVShape, RealGenSettings, cache_nbytes,
                                           cache_shapes, eos_ids, filtered_distribution, generate_real, kv_shape_of,
                                           next_logits)
@@ -25,21 +24,6 @@ CJK = re.compile(r"[\u4e00-\u9fff]")
 SAMPLED = RealGenSettings(n_new=10, temperature=0.9, top_k=0, top_p=0.9, seed=3)
 
 
-def _loaded(d: packaged.PackagedDecoder):
-    if not packaged.installed(d):
-        pytest.skip(f"{d.package} is not installed")
-    from viz_core.pretrained import load_model
-    return load_model(d.id)
-
-
-@pytest.fixture(scope="module")
-def gemma():
-    return _loaded(packaged.GEMMA)
-
-
-@pytest.fixture(scope="module")
-def smollm2():
-    return _loaded(packaged.SMOLLM2)
 
 
 @pytest.fixture(params=["gemma", "smollm2"])

@@ -8,28 +8,13 @@ import numpy as np
 import pytest
 import torch
 
-from viz_core.pretrained import heads, packaged
+from viz_core.pretrained import heads
 
 pytestmark = pytest.mark.slow
 
 SEQ, N_SEQS = 24, 2  # enough for the best heads to stand out, short on 2 cores
 
 
-def _loaded(d: packaged.PackagedDecoder):
-    if not packaged.installed(d):
-        pytest.skip(f"{d.package} is not installed")
-    from viz_core.pretrained import load_model
-    return load_model(d.id)
-
-
-@pytest.fixture(scope="module")
-def gemma():
-    return _loaded(packaged.GEMMA)
-
-
-@pytest.fixture(scope="module")
-def smollm2():
-    return _loaded(packaged.SMOLLM2)
 
 
 @pytest.fixture(scope="module")

