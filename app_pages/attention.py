@@ -24,7 +24,7 @@ from viz_core.pretrained.result import AttentionResult
 
 VIEWS = ("head", "grid", "lines", "aggregate", "stats", "compare", "qkmap", "sinks", "heads", "lens", "importance",
          "export")
-OPTIONS = {"compare": ("auto",), "qkmap": ()}  # the display options a view uses (others: hide and auto)
+OPTIONS = {"compare": ("auto",), "qkmap": (), "heads": ()}  # the display options a view uses (others: hide, auto)
 DECODER_VIEWS = ("heads", "lens")  # views only a decoder has (induction on repeats; next-token predictions)
 GRID_THUMB = 32  # tiles are at most 32 x 32 cells: a 6 x 12 grid stays light at 512 tokens
 t = ui.t
