@@ -10,6 +10,7 @@ import torch
 
 from viz_core.pretrained import attention_for, load_model, packaged
 from viz_core.pretrained.lens import logit_lens_for
+from viz_core.pretrained.qk_map import SENTENCES
 from viz_core.pretrained.token_text import token_labels
 
 pytestmark = pytest.mark.slow
@@ -54,6 +55,40 @@ def test_query_heads_share_key_value_heads_in_repeat_kvs_order(decoder):
     expanded = repeat_kv(kv, arch.n_heads // arch.n_kv_heads)[0, :, 0, 0]  # (H,)
     assert [int(g) for g in expanded] == [arch.kv_head_of(i) for i in range(arch.n_heads)]
     assert sum(arch.groups(), []) == list(range(arch.n_heads))
+
+
+def test_the_tokenizer_read_from_the_file_gives_transformers_own_tokens(decoder):
+    """load_model reads tokenizer.json straight (packaged_tokenizer); AutoTokenizer rebuilds the model class's own
+    pipeline from it. Both give the same ids, labels and text on English, Chinese, odd spacing, markup, emoji and
+    typed special tokens."""
+    from transformers import AutoTokenizer
+    folder = packaged.cache_dir(packaged.by_id(decoder.name))
+    reference = AutoTokenizer.from_pretrained(str(folder), local_files_only=True)
+    sentences = json.loads(SENTENCES.read_text("utf-8"))
+    texts = sentences["en"][:20] + sentences["zh"][:20] + [
+        "  two  spaces\tand a tab\n\nnew lines ", "<b>bold</b> [SEP] <bos> <|im_end|> <end_of_turn>",
+        "😀 emoji ünïcödé café", "x" * 300, "1234567890 3.14159 e=mc^2", "图书馆 library 注意力"]
+    for text in texts:
+        ours = decoder.tokenize(text, add_special_tokens=True, split_special_tokens=True)["input_ids"]
+        theirs = reference(text, add_special_tokens=True, split_special_tokens=True)["input_ids"]
+        assert ours == theirs, text
+        assert decoder.tokenizer.decode(ours) == reference.decode(theirs)
+        assert token_labels(decoder.tokenizer, ours) == token_labels(reference, theirs)
+    assert decoder.tokenizer.all_special_ids == reference.all_special_ids
+    assert (decoder.tokenizer.unk_token_id, decoder.tokenizer.eos_token_id, decoder.tokenizer.bos_token_id) == (
+        reference.unk_token_id, reference.eos_token_id, reference.bos_token_id)
+
+
+def test_weights_copied_to_float32_leave_no_pages_of_the_file_behind(gemma):
+    """Only the 16-bit embedding is read from the mapped file once loaded: the pages of the block weights that were
+    copied to float32 are given back (precision.release_file_pages)."""
+    import psutil
+    emb = gemma.model.get_input_embeddings().weight
+    mapped = [m for m in psutil.Process().memory_maps(grouped=False) if m.path.endswith(packaged.WEIGHTS)
+              and str(packaged.cache_dir(packaged.GEMMA)) in m.path]
+    assert mapped, "the embedding is read from the mapped cache file"
+    resident = sum(m.rss for m in mapped)
+    assert resident <= emb.numel() * emb.element_size() + 2**20  # at most the embedding's own pages
 
 
 # ---------------------------------------------------------------- what the views read

@@ -9,6 +9,11 @@ float32 as usual. Two places read the 16-bit matrix E (V, d_model):
 """
 from __future__ import annotations
 
+import ctypes
+import mmap
+import sys
+from pathlib import Path
+
 import torch
 from torch import nn
 
@@ -56,6 +61,45 @@ class _SlicedMatmul(torch.autograd.Function):
         return gx, None
 
 
+def _file_mappings() -> list[tuple[int, int]]:
+    """[start, end) of every file-backed mapping of this process (Linux's /proc/self/maps; [] elsewhere)."""
+    try:
+        lines = Path("/proc/self/maps").read_text().splitlines()
+    except OSError:
+        return []
+    found = []
+    for line in lines:
+        fields = line.split(maxsplit=5)
+        if len(fields) == 6 and fields[5].startswith("/"):
+            start, end = (int(x, 16) for x in fields[0].split("-"))
+            found.append((start, end))
+    return found
+
+
+def release_file_pages(tensors: list[torch.Tensor]) -> None:
+    """Drop from this process the pages of tensors that lie in a file mapping and are no longer used.
+
+    transformers maps the safetensors file and reads the 16-bit weights from it; once a weight is copied to float32,
+    its pages of the file stay resident (190 MB for Gemma) for as long as the embedding keeps the mapping open.
+    madvise(MADV_DONTNEED) gives them back; the file is only read, so nothing is lost (a later read would reload
+    them). Only whole pages inside a file mapping are touched, never a heap page another tensor might share."""
+    if not sys.platform.startswith("linux"):
+        return
+    maps = _file_mappings()
+    page = mmap.PAGESIZE
+    libc = ctypes.CDLL("libc.so.6", use_errno=True)
+    for t in tensors:
+        begin, end = t.data_ptr(), t.data_ptr() + t.numel() * t.element_size()
+        for m_start, m_end in maps:
+            lo, hi = max(begin, m_start), min(end, m_end)
+            lo, hi = -(-lo // page) * page, hi // page * page  # whole pages inside the tensor and the mapping
+            if hi > lo:
+                libc.madvise(ctypes.c_void_p(lo), ctypes.c_size_t(hi - lo), _MADV_DONTNEED)
+
+
+_MADV_DONTNEED = 4
+
+
 def _to_float32(embedding_out: torch.Tensor) -> torch.Tensor:
     return embedding_out.float()
 
@@ -66,9 +110,12 @@ def float32_except_embedding(causal: nn.Module) -> None:
     emb = causal.get_input_embeddings()
     head = causal.get_output_embeddings()
     tied = head is not None and getattr(head, "weight", None) is emb.weight
+    replaced = []
     for p in causal.parameters():
         if p is not emb.weight and p.is_floating_point():
+            replaced.append(p.data)
             p.data = p.data.float()
+    release_file_pages(replaced)
     for module in causal.modules():
         for name, buf in module.named_buffers(recurse=False):
             if buf.is_floating_point() and buf.dtype != torch.float32:
