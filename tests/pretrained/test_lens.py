@@ -243,6 +243,30 @@ def test_core_first_top1_and_one_token():
         _lens_of(logits, [0, 1, 2], k=0)
 
 
+@pytest.mark.parametrize("slice_rows", [3, 16, 1000])
+def test_slices_give_the_full_softmax(monkeypatch, slice_rows):
+    """lens_from_states reads the vocabulary a slice at a time (running max, sums, top k and rank); over any slice
+    size it equals lens_from_readout on the whole (N, V) logits, also for rows whose logits span hundreds of nats
+    (exponents below EXP_FLOOR) and for a vocabulary that is not a multiple of the slice."""
+    from viz_core.pretrained import lens as lens_module
+    monkeypatch.setattr(lens_module, "VOCAB_SLICE", slice_rows)
+    gen = torch.Generator().manual_seed(3)
+    states = torch.randn(3, 5, 8, generator=gen)  # (R, N, d)
+    states[1] *= 40  # logits of hundreds: most exponentials far below e^-80
+    weight = torch.randn(197, 8, generator=gen).half()  # (V, d), 16 bits as the packaged models hold it
+    ids = [5, 17, 196, 0, 42]
+    labels = lambda some: [f"t{i}" for i in some]  # noqa: E731
+    ours = lens_module.lens_from_states(states, weight, ids, ["x"] * 5, labels, k=4)
+    logits = states @ weight.float().T  # (R, N, V)
+    full = lens_from_readout(lambda r: logits[r], 3, ids, ["x"] * 5, labels, k=4)
+    # ranked by logit (the readout ranks by probability, which underflows to a tie of zeros 100 nats down)
+    np.testing.assert_array_equal(ours.top_ids, torch.argsort(logits, -1, descending=True)[..., :4].numpy())
+    np.testing.assert_array_equal(ours.next_rank, full.next_rank)
+    np.testing.assert_allclose(ours.top_probs, full.top_probs, rtol=1e-5, atol=1e-30)
+    np.testing.assert_allclose(ours.next_prob, full.next_prob, rtol=1e-5, atol=1e-30)
+    np.testing.assert_allclose(ours.entropy, full.entropy, rtol=1e-5, atol=1e-5)
+
+
 def test_finish_logits_as_the_models_do():
     """Gemma 2's soft cap c tanh(x / c), Granite's x / s, Cohere's x * s; other configs leave the logits alone."""
     from types import SimpleNamespace as Config

@@ -159,14 +159,21 @@ def _readout_parts(m: "LoadedModel") -> tuple[torch.nn.Module, torch.nn.Module]:
     return norm, m.lm_head
 
 
-VOCAB_SLICE = 8192  # vocabulary rows read at once: (R * N) x 8192 logits, 40 MB for 19 rows x 64 positions
+VOCAB_SLICE = 1024  # vocabulary rows read at once: (R * N) x 1024 logits, 5 MB for 19 rows x 64 positions (small
+#                    slices stay in the caches: 2048 rows took 4 % longer, 8192 rows 10 %, 16384 rows 20 %)
+
+
+EXP_FLOOR = -80.0  # exponents below it are raised to it: e^-80 is still a normal float32 (e^-88 and below are
+#                   subnormal, which made the exponentials 9 times slower), and 262,144 terms of e^-80 move a sum
+#                   that holds e^0 = 1 by less than 1e-29, far below float32's resolution
 
 
 @dataclass
 class _Running:
-    """Per row of (R * N) logits seen slice by slice: the running max m, S0 = sum e^(l - m), S1 = sum e^(l - m) l,
-    the top k so far, and (for positions with a next token) how many logits beat that token's."""
-    m: torch.Tensor          # float64 (RN,)
+    """Per row of (R * N) logits seen slice by slice: the running max m, S0 = sum e^(l - m), S1 = sum e^(l - m) (l - m)
+    (relative to m, so a peaked row's entropy is not the small difference of two large numbers), the top k so far,
+    and (for positions with a next token) how many logits beat that token's."""
+    m: torch.Tensor          # float32 (RN,)
     s0: torch.Tensor         # float64 (RN,)
     s1: torch.Tensor         # float64 (RN,)
     top_v: torch.Tensor      # float32 (RN, k)
@@ -174,26 +181,54 @@ class _Running:
     beaten: torch.Tensor     # int64 (RN,)
     chosen: torch.Tensor     # float32 (RN,): the next token's logit (0 where there is none)
 
+    @classmethod
+    def start(cls, rn: int, k: int) -> "_Running":
+        return cls(m=torch.full((rn,), -math.inf), s0=torch.zeros(rn, dtype=torch.float64),
+                   s1=torch.zeros(rn, dtype=torch.float64), top_v=torch.full((rn, k), -math.inf),
+                   top_i=torch.zeros((rn, k), dtype=torch.int64), beaten=torch.zeros(rn, dtype=torch.int64),
+                   chosen=torch.zeros(rn))
+
+    def rebase(self, m_new: torch.Tensor) -> None:
+        """Move the sums to a new running max: e^(l - m') = e^(l - m) e^(m - m'), and l - m' = (l - m) + (m - m')."""
+        shift = torch.where(torch.isfinite(self.m), self.m.double() - m_new.double(), 0.0)  # (RN,), <= 0
+        keep = torch.exp(shift)
+        self.s1 = keep * (self.s1 + shift * self.s0)
+        self.s0 = keep * self.s0
+        self.m = m_new
+
 
 def _fold_slice(run: _Running, logits: torch.Tensor, start: int, nxt: torch.Tensor, guess: torch.Tensor,
-                k: int) -> None:
+                k: int, work: tuple[torch.Tensor, torch.Tensor]) -> None:
     """Add one slice of logits (RN, S) for vocabulary ids start..start+S-1 to the running sums (online softmax).
-    The exponentials are float32 (every exponent is <= 0 after the running max); the sums are kept in float64."""
-    m_new = torch.maximum(run.m, logits.amax(1).double())  # (RN,)
-    e = torch.exp(logits - m_new.float()[:, None])  # (RN, S), each <= 1
-    keep = torch.exp(run.m - m_new)  # (RN,)
-    run.s0 = run.s0 * keep + e.sum(1).double()
-    run.s1 = run.s1 * keep + torch.einsum("ij,ij->i", e, logits).double()
-    run.m = m_new
-    v, i = torch.topk(logits, min(k, logits.shape[1]), dim=1)  # (RN, k')
-    merged_v, at = torch.topk(torch.cat([run.top_v, v], 1), k, dim=1)  # (RN, k)
-    run.top_v, run.top_i = merged_v, torch.gather(torch.cat([run.top_i, i + start], 1), 1, at)
+    work: two float32 buffers of at least RN x S (every pass writes into them: a fresh 10-40 MB tensor per pass
+    costs more in page faults than the pass itself). The exponentials are float32 (every exponent is <= 0 after
+    the running max); the sums are kept in float64."""
+    d, e = (w.view(-1)[:logits.numel()].view_as(logits) for w in work)  # (RN, S) each
+    top = logits.amax(1)  # (RN,)
+    run.rebase(torch.maximum(run.m, top))
+    torch.sub(logits, run.m[:, None], out=d)  # (RN, S): l - m, each <= 0
+    torch.clamp(d, min=EXP_FLOOR, out=e).exp_()  # (RN, S): e^(l - m), each <= 1
+    run.s0 += e.sum(1).double()
+    run.s1 += e.mul_(d).sum(1).double()
+    _merge_top(run, logits, top, start, k)
     inside = (nxt >= start) & (nxt < start + logits.shape[1])  # (RN,): the next token is in this slice
     col = (nxt - start).clamp(0, logits.shape[1] - 1)  # (RN,)
     own = torch.gather(logits, 1, col[:, None])[:, 0]  # (RN,)
     run.chosen = torch.where(inside, own, run.chosen)
-    beaten = (logits > guess[:, None]).float().sum(1).long()  # (RN,); the token itself is not counted:
+    beaten = torch.gt(logits, guess[:, None], out=e).sum(1).long()  # (RN,); the token itself is not counted:
     run.beaten += beaten - (inside & (own > guess)).long()
+
+
+def _merge_top(run: _Running, logits: torch.Tensor, top: torch.Tensor, start: int, k: int) -> None:
+    """The running top k updated with a slice (RN, S), for the rows whose slice maximum `top` beats their k-th
+    (after the first slices, few rows: a full top-k of every row cost as much as the rest of the fold)."""
+    rows = torch.nonzero(top > run.top_v[:, -1])[:, 0]  # (r,)
+    if rows.numel() == 0:
+        return
+    v, i = torch.topk(logits.index_select(0, rows), min(k, logits.shape[1]), dim=1)  # (r, k') each
+    merged_v, at = torch.topk(torch.cat([run.top_v[rows], v], 1), k, dim=1)  # (r, k)
+    run.top_v[rows] = merged_v
+    run.top_i[rows] = torch.gather(torch.cat([run.top_i[rows], i + start], 1), 1, at)
 
 
 def lens_from_states(states: torch.Tensor, weight: torch.Tensor, ids: Sequence[int], tokens: list[str],
@@ -203,26 +238,25 @@ def lens_from_states(states: torch.Tensor, weight: torch.Tensor, ids: Sequence[i
     """The lens from the normed residual streams states (R, N, d) and the unembedding W_U (V, d), reading the
     vocabulary in slices: memory (R * N) x VOCAB_SLICE, never (R, N, V). The same numbers as lens_from_readout:
 
-        log p_v = l_v - LSE,  LSE = m + log sum_v e^(l_v - m)      entropy = LSE - sum_v p_v l_v  (nats; / ln 2 bits)
+        log p_v = l_v - LSE,  LSE = m + log S0,  S0 = sum_v e^(l_v - m)
+        entropy = LSE - sum_v p_v l_v = log S0 - S1 / S0,  S1 = sum_v e^(l_v - m) (l_v - m)   (nats; / ln 2 bits)
 
     with m, the sums, the top k and the rank of the actual next token (logits strictly greater) kept per slice."""
     n_rows, n, d = states.shape
     flat = states.reshape(n_rows * n, d).float()  # (RN, d)
     nxt = torch.as_tensor(np.asarray(list(ids[1:]) + [0], dtype=np.int64)).repeat(n_rows)  # (RN,)
     guess = finish((flat * weight[nxt].float()).sum(-1) + (bias[nxt].float() if bias is not None else 0))  # (RN,)
-    rn = n_rows * n
-    run = _Running(m=torch.full((rn,), -math.inf, dtype=torch.float64), s0=torch.zeros(rn, dtype=torch.float64),
-                   s1=torch.zeros(rn, dtype=torch.float64), top_v=torch.full((rn, k), -math.inf),
-                   top_i=torch.zeros((rn, k), dtype=torch.int64), beaten=torch.zeros(rn, dtype=torch.int64),
-                   chosen=torch.zeros(rn))
-    for start in range(0, weight.shape[0], VOCAB_SLICE):
-        part = weight[start:start + VOCAB_SLICE].float()  # (S, d)
-        logits = flat @ part.T  # (RN, S)
+    rn, size = n_rows * n, min(VOCAB_SLICE, weight.shape[0])
+    run = _Running.start(rn, k)
+    out, work = torch.empty(rn * size), (torch.empty(rn * size), torch.empty(rn * size))  # reused by every slice
+    for start in range(0, weight.shape[0], size):
+        part = weight[start:start + size].float()  # (S, d)
+        logits = torch.matmul(flat, part.T, out=out[:rn * part.shape[0]].view(rn, part.shape[0]))  # (RN, S)
         if bias is not None:
-            logits += bias[start:start + VOCAB_SLICE].float()
-        _fold_slice(run, finish(logits), start, nxt, guess, k)
-    lse = run.m + torch.log(run.s0)  # (RN,)
-    entropy = ((lse - run.s1 / run.s0) / math.log(2)).float().view(n_rows, n)  # (R, N) bits
+            logits += bias[start:start + size].float()
+        _fold_slice(run, finish(logits), start, nxt, guess, k, work)
+    lse = run.m.double() + torch.log(run.s0)  # (RN,)
+    entropy = ((torch.log(run.s0) - run.s1 / run.s0) / math.log(2)).float().view(n_rows, n)  # (R, N) bits
     top_probs = torch.exp(run.top_v.double() - lse[:, None]).float().view(n_rows, n, k)  # (R, N, k)
     top_ids = run.top_i.view(n_rows, n, k).numpy()
     next_prob = torch.exp(run.chosen.double() - lse).float().view(n_rows, n)[:, :-1]  # (R, N-1)
@@ -243,7 +277,8 @@ def lens_positions(m: "LoadedModel", max_tokens: int = LENS_MAX_TOKENS) -> int:
     return max(LENS_MIN_TOKENS, min(max_tokens, LENS_MACS // per_position))
 
 
-LENS_MACS = 50 * 10**9  # the readout's budget: about 2 s on 2 cores at 50 GFLOP/s
+LENS_MACS = 210 * 10**9  # the readout's budget: 64 positions of Gemma 3 270M (19 x 262,144 x 640 each), under 2 s on
+#                         2 cores (float32 matmuls at about 150 G multiply-adds/s, then the softmax passes)
 LENS_MIN_TOKENS = 16
 
 
