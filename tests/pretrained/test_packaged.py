@@ -37,7 +37,8 @@ def test_the_models_are_what_the_page_says(decoder):
         assert arch.head_dim == 256 and arch.scale == 256 ** -0.5 and arch.qk_norm
         assert arch.sliding_window == 512 and arch.sliding_layers == tuple(i for i in range(18) if i % 6 != 5)
         assert decoder.model.get_input_embeddings().weight.dtype == torch.float16  # 335 MB, not 671 MB
-        assert decoder.model.layers[0].self_attn.q_proj.weight.dtype == torch.float32
+        assert decoder.model.layers[0].self_attn.q_proj.weight.dtype == torch.float16  # used in float32
+        assert decoder.model.layers[0].input_layernorm.weight.dtype == torch.float32
     else:
         assert (decoder.n_layers, arch.n_heads, arch.n_kv_heads, arch.variant) == (30, 9, 3, "gqa")
         assert arch.sliding_window == 0 and not arch.qk_norm
@@ -80,18 +81,33 @@ def test_the_tokenizer_read_from_the_file_gives_transformers_own_tokens(decoder)
 
 
 def test_weights_copied_to_float32_leave_no_pages_of_the_file_behind(gemma):
-    """Only the 16-bit embedding is read from the mapped file once loaded: the pages of the block weights that were
-    copied to float32 are given back (precision.release_file_pages)."""
+    """Only the 16-bit weights still in use are read from the mapped file once loaded: the pages of the norms that
+    were copied to float32 are given back (precision.release_file_pages)."""
     import psutil
-    emb = gemma.model.get_input_embeddings().weight
+    in_use = sum(p.numel() * p.element_size() for p in gemma.model.parameters() if p.dtype == torch.float16)
     mapped = [m for m in psutil.Process().memory_maps(grouped=False) if m.path.endswith(packaged.WEIGHTS)
               and str(packaged.cache_dir(packaged.GEMMA)) in m.path]
-    assert mapped, "the embedding is read from the mapped cache file"
-    resident = sum(m.rss for m in mapped)
-    assert resident <= emb.numel() * emb.element_size() + 2**20  # at most the embedding's own pages
+    assert mapped, "the 16-bit weights are read from the mapped cache file"
+    assert sum(m.rss for m in mapped) <= in_use + 2**20
 
 
 # ---------------------------------------------------------------- what the views read
+def test_16_bit_weights_compute_as_a_float32_copy(decoder):
+    """Float32From16Linear: the same outputs as nn.Linear with the weight cast to float32, forward and backward."""
+    import torch.nn.functional as F
+    from viz_core.pretrained.precision import Float32From16Linear
+    mlp = decoder.model.layers[1].mlp
+    assert isinstance(mlp.down_proj, Float32From16Linear)
+    x = torch.randn(3, mlp.down_proj.in_features, requires_grad=True)
+    with torch.enable_grad():
+        y = mlp.down_proj(x)
+        (gx,) = torch.autograd.grad(y.square().sum(), x)
+        x2 = x.detach().requires_grad_(True)
+        y2 = F.linear(x2, mlp.down_proj.weight.float())
+        (gx2,) = torch.autograd.grad(y2.square().sum(), x2)
+    assert torch.equal(y, y2) and torch.equal(gx, gx2)
+
+
 def test_rows_sum_to_one_with_causal_zeros(decoder):
     r = attention_for(decoder, "The cat sat on the mat because it was warm there.")
     assert r.weights.shape[:2] == (decoder.n_layers, decoder.n_heads)

@@ -234,8 +234,8 @@ def _load_weights(path: str, config, half_embedding: bool = False) -> tuple[torc
     """(base model, unembedding or None). A decoder is loaded as its causal LM, so that its head W_U comes too (the
     logit lens needs it); the base model inside it is the same module AutoModel would give, which every other path
     (attention hooks, ablation, attribution) reads. An architecture without a causal-LM class loads as AutoModel.
-    half_embedding: the folder holds float16 weights (a converted packaged decoder): its embedding stays in 16 bits
-    and the rest runs in float32 (precision.float32_except_embedding)."""
+    half_embedding: the folder holds float16 weights (a converted packaged decoder): its weight matrices stay in 16
+    bits and every layer computes in float32 (precision.float32_compute)."""
     from transformers import AutoModel, AutoModelForCausalLM
     if _kind(config) == "decoder":
         try:
@@ -248,9 +248,9 @@ def _load_weights(path: str, config, half_embedding: bool = False) -> tuple[torc
         else:
             causal.eval().requires_grad_(False)
             if half_embedding:
-                from .precision import float32_except_embedding
-                float32_except_embedding(causal)
-                release_memory()  # the float16 copies of the blocks' weights are freed: give their pages back
+                from .precision import float32_compute
+                float32_compute(causal)
+                release_memory()  # the 16-bit copies of what became float32 are freed: give their pages back
             return causal.base_model, _usable_head(causal, info.get("missing_keys") or ())
     return AutoModel.from_pretrained(path, config=config, **_FLAGS), None
 

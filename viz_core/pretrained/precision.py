@@ -1,11 +1,15 @@
-"""Hold a decoder's token embedding in 16 bits and compute everything else in float32.
+"""Hold a decoder's weight matrices in 16 bits and compute everything in float32.
 
 A large vocabulary makes the embedding most of a small model: Gemma 3 270M's is 262,144 x 640, 671 MB of its
-1.07 GB in float32. Kept in float16 (the converted cache stores every weight so), it costs 335 MB; the blocks run in
-float32 as usual. Two places read the 16-bit matrix E (V, d_model):
+1.07 GB in float32. Kept in float16 (the converted cache stores every weight so), it costs 335 MB. Two places read
+the 16-bit matrix E (V, d_model):
 
     embed(ids) = E[ids] (x the model's scale), cast to float32 as it leaves the embedding
     logits(h)  = h E^T, computed in float32 over slices of the vocabulary (never a float32 copy of all of E)
+
+The blocks' linear layers keep their 16-bit weights too (191 MB instead of 383 MB for Gemma) and cast each one to
+float32 as it is used, y = x float32(W)^T + b: every float16 value is exactly a float32 value, so the outputs are
+those of a float32 copy of the model. Norms, biases and buffers are float32.
 """
 from __future__ import annotations
 
@@ -100,19 +104,48 @@ def release_file_pages(tensors: list[torch.Tensor]) -> None:
 _MADV_DONTNEED = 4
 
 
+class Float32From16Linear(nn.Linear):
+    """An nn.Linear whose weight is stored in 16 bits and used in float32 (exactly: see the module docstring).
+    Instances of nn.Linear get this class in place, so their names, hooks and submodule paths stay as they were."""
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return _Linear16.apply(x, self.weight, self.bias)
+
+
+class _Linear16(torch.autograd.Function):
+    """y = x float32(W)^T + b, with dy/dx = g float32(W): the backward pass keeps the 16-bit W and casts it again,
+    where autograd would keep every layer's float32 copy (383 MB for Gemma) until the gradient is taken."""
+
+    @staticmethod
+    def forward(ctx, x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None) -> torch.Tensor:
+        ctx.save_for_backward(weight)
+        return torch.nn.functional.linear(x, weight.float(), bias)  # (..., out)
+
+    @staticmethod
+    def backward(ctx, grad: torch.Tensor):
+        (weight,) = ctx.saved_tensors
+        return grad @ weight.float(), None, None  # (..., in)
+
+
 def _to_float32(embedding_out: torch.Tensor) -> torch.Tensor:
     return embedding_out.float()
 
 
-def float32_except_embedding(causal: nn.Module) -> None:
-    """Make every floating parameter and buffer float32 except the input embedding's weight; tie the output head
-    to it through SlicedLinear when the model ties them (or leave an untied head in float32)."""
+def float32_compute(causal: nn.Module) -> None:
+    """Compute every layer in float32 from 16-bit weights: the input embedding and the blocks' linear layers keep
+    their 16-bit weights (Float32From16Linear); norms, biases, buffers and an untied output head become float32; a
+    tied head reads the embedding through SlicedLinear."""
     emb = causal.get_input_embeddings()
     head = causal.get_output_embeddings()
     tied = head is not None and getattr(head, "weight", None) is emb.weight
+    kept = {id(emb.weight)}
+    for module in causal.modules():
+        if type(module) is nn.Linear and module is not head:
+            module.__class__ = Float32From16Linear
+            kept.add(id(module.weight))
     replaced = []
     for p in causal.parameters():
-        if p is not emb.weight and p.is_floating_point():
+        if id(p) not in kept and p.is_floating_point():
             replaced.append(p.data)
             p.data = p.data.float()
     release_file_pages(replaced)
