@@ -34,7 +34,9 @@ from .token_text import token_labels
 METHODS = ("zero", "mean")
 PARTS = ("self", "encoder", "decoder", "cross")
 log = logging.getLogger(__name__)
-CHUNK_BYTES = 256 * 2**20   # attention temporaries of one batched chunk stay below this (512 tokens: one row a time)
+CHUNK_BYTES = 64 * 2**20   # one batched chunk's temporaries by row_bytes' estimate; the process grows about three times
+#                           that (allocator, kernels' workspaces): Gemma at 128 tokens peaked +190 MB at 64 MB and
+#                           +530 MB at 256 MB, in the same time (fewer rows per pass cost nothing measurable)
 
 # the attention output projection W_O of each layer, by model family: (part, regex whose group 1 is the layer index)
 _PROJECTIONS = (
