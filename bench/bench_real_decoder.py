@@ -8,8 +8,8 @@ load:    a fresh process loading the converted cache: import of torch + transfor
 maps:    a new sentence -> every layer x head's attention and the all-heads grid figure, 24 and 256 tokens, model warm
          (goals <= 1.0 s and <= 4 s);
 lens:    the logit lens at the positions the page reads on each model and at 64 positions (goal <= 2 s);
-memory:  a `streamlit run app.py` server's RSS while one visitor opens every Attention view of Gemma at 128 tokens
-         in Chromium, the packaged encoder used first (goal <= 1.5 GB).
+memory:  a `streamlit run app.py` server's RSS while one visitor opens every Attention view of each decoder at 128
+         tokens in Chromium, the packaged encoder used first (goals <= 1.5 GB with Gemma, <= 1.2 GB with SmolLM2).
 """
 from __future__ import annotations
 
@@ -122,16 +122,25 @@ def bench_lens() -> None:
             print(f"   {model_id:13s} {n:3d} positions: {seconds:5.2f} s{note}")
 
 
+MEMORY_GOALS = {"gemma3-270m": ("18 layers × 4 heads", 1.5), "smollm2-135m": ("30 layers × 9 heads", 1.2)}
+
+
 def bench_memory() -> None:
-    """One visitor: the default page (packaged encoder), then Gemma at 128 tokens through every view."""
+    for model_id in _installed():
+        _memory_of(model_id)
+
+
+def _memory_of(model_id: str) -> None:
+    """One visitor: the default page (packaged encoder), then the decoder at 128 tokens through every view."""
     import psutil
     from playwright.sync_api import sync_playwright
 
     from viz_core import i18n
     views = ("head", "grid", "lines", "aggregate", "stats", "compare", "qkmap", "sinks", "heads", "lens",
              "importance", "export")
-    print("memory: server RSS, one visitor: the encoder's default page, then Gemma at 128 tokens through every "
-          "view (goal <= 1.5 GB)")
+    shape, goal = MEMORY_GOALS[model_id]
+    print(f"memory: server RSS, one visitor: the encoder's default page, then {model_id} at 128 tokens through every "
+          f"view (goal <= {goal} GB)")
     port = 8766
     proc = subprocess.Popen([sys.executable, "-m", "streamlit", "run", "app.py", "--server.headless", "true",
                              "--server.port", str(port)], cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.STDOUT)
@@ -148,8 +157,8 @@ def bench_memory() -> None:
             page.goto(f"http://127.0.0.1:{port}/?lang=en")
             page.wait_for_selector(done, timeout=180_000)
             print(f"   the encoder's page: {ps.memory_info().rss / 2**20:.0f} MB")
-            page.goto(f"http://127.0.0.1:{port}/?lang=en&model=gemma3-270m&text={_words(127)}")
-            page.get_by_text("18 layers × 4 heads").first.wait_for(timeout=300_000)
+            page.goto(f"http://127.0.0.1:{port}/?lang=en&model={model_id}&text={_words(127)}")
+            page.get_by_text(shape).first.wait_for(timeout=300_000)
             page.wait_for_selector(done, timeout=180_000)
             for view in views:
                 page.locator(".st-key-attention-view-en label").filter(

@@ -18,14 +18,15 @@ import numpy as np
 import torch
 
 from .ablation import Objective, objective, row_bytes, score
+from .layerwise import layer_blocks, value_and_grad
 from .head_analysis import attention_received, reading_rows  # noqa: F401 - their old home is here
 from .result import MAX_STEPS, METHODS, TokenAttribution, check_attribution  # noqa: F401 - torch-free (shared
 # with attribution_numpy, the packaged model's integrated gradients in numpy)
 from .token_text import token_labels
 
-# what one chunk of path points may hold for its backward pass: about 4 saved (H, N, N) float32 tensors per layer per
-# point. One batch of 34 points of 500 tokens held 5.5 GB (bench/bench_attention.py memory, 2026-11-27)
-CHUNK_BYTES = 256 * 2**20
+# what one chunk of path points may hold for its backward pass, by ablation.row_bytes' estimate (the process grows
+# about three times the estimate: see ablation.CHUNK_BYTES). A batch of 34 points of 500 tokens held 5.5 GB.
+CHUNK_BYTES = 64 * 2**20
 
 
 def token_attribution(m, text: str, text_pair: str | None = None, method: str = "integrated_gradients",
@@ -80,16 +81,22 @@ def integrated_gradients(m, obj: Objective, steps: int) -> tuple[np.ndarray, flo
     activations stay under CHUNK_BYTES (the points are independent rows, so the chunks add up to one batch)."""
     alphas = torch.cat([(torch.arange(steps) + 0.5) / steps, torch.tensor([0.0, 1.0])])  # (S + 2,)
     parts = [_embed_inputs(m, enc) for enc in obj.inputs]
-    rows = _chunk_points(m, parts)
+    blocks = layer_blocks(m) if len(parts) == 1 else None       # a decoder: one layer's activations at a time
+    rows = _chunk_points(m, parts, layerwise=blocks is not None)
     sums = [torch.zeros_like(x) for _, x, _ in parts]            # each (N, d): df/dx summed over the path points
     values = []
     for start in range(0, len(alphas), rows):
         a = alphas[start:start + rows]                            # (C,)
         paths = [(base + a[:, None, None] * (x - base)).requires_grad_(True) for _, x, base in parts]  # (C, N, d)
-        with torch.enable_grad():
-            outputs = [_forward_embeds(m, rest, path) for (rest, _, _), path in zip(parts, paths)]
-            f = _score_with_grad(m, obj, outputs)                 # (C,)
-            grads = torch.autograd.grad(f.sum(), paths)           # each (C, N, d)
+        if blocks is not None:
+            f, grad = value_and_grad(m, blocks, _batched(parts[0][0], len(a)), paths[0],
+                                     lambda outs: _score_with_grad(m, obj, outs))
+            grads = [grad]                                        # (C, N, d)
+        else:
+            with torch.enable_grad():
+                outputs = [_forward_embeds(m, rest, path) for (rest, _, _), path in zip(parts, paths)]
+                f = _score_with_grad(m, obj, outputs)             # (C,)
+                grads = torch.autograd.grad(f.sum(), paths)       # each (C, N, d)
         on_path = start + torch.arange(len(a)) < steps            # (C,): the path points, not the two ends
         for total, g in zip(sums, grads):
             total += g[on_path].sum(0)
@@ -99,18 +106,26 @@ def integrated_gradients(m, obj: Objective, steps: int) -> tuple[np.ndarray, flo
     return torch.cat(scores).float().numpy(), float(f[-1]), float(f[-2])
 
 
-def _chunk_points(m, parts) -> int:
-    """Path points per forward + backward: what a backward pass keeps of every layer (ablation.row_bytes with all L
-    layers kept) under CHUNK_BYTES."""
+def _chunk_points(m, parts, layerwise: bool = False) -> int:
+    """Path points per forward + backward under CHUNK_BYTES: what a backward pass keeps of every layer
+    (ablation.row_bytes with all L layers kept), or layer by layer (layerwise) one layer's activations and the L
+    layer inputs."""
     n = max(x.shape[0] for _, x, _ in parts)
-    return int(max(1, CHUNK_BYTES // row_bytes(m, n, max(1, m.n_layers))))
+    if layerwise:
+        per_point = row_bytes(m, n, 1) + 4 * m.n_layers * n * parts[0][1].shape[1]
+    else:
+        per_point = row_bytes(m, n, max(1, m.n_layers))
+    return int(max(1, CHUNK_BYTES // per_point))
 
 
 def _forward_embeds(m, rest: dict, embeds: torch.Tensor):
     """The model on word embeddings (B, N, d) instead of ids (position / type embeddings are added inside)."""
-    b = embeds.shape[0]
-    inputs = {k: v.expand(b, *v.shape[1:]) for k, v in rest.items()}
-    return m.model(inputs_embeds=embeds, **inputs, return_dict=True)
+    return m.model(inputs_embeds=embeds, **_batched(rest, embeds.shape[0]), return_dict=True)
+
+
+def _batched(rest: dict, b: int) -> dict:
+    """The other inputs (attention mask, ...) of one text (1, N) repeated for b rows (b, N)."""
+    return {k: v.expand(b, *v.shape[1:]) for k, v in rest.items()}
 
 
 def _score_with_grad(m, obj: Objective, outputs: list) -> torch.Tensor:
