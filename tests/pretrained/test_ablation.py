@@ -111,6 +111,22 @@ def test_chunks_give_the_same_scores(tiny_bert, monkeypatch):
     np.testing.assert_allclose(hi.ablated_scores(tiny_bert, obj, plan), whole, atol=1e-6)
 
 
+@pytest.mark.parametrize("method", ["zero", "mean"])
+def test_decoder_rows_from_their_own_layer_equal_whole_passes(tiny_gpt2, monkeypatch, method):
+    """A decoder's ablations run from the knocked-out layer's intact input (layerwise.ablated_from_layer_inputs);
+    every row from the embeddings gives the same scores, in one chunk or in chunks of one row."""
+    from viz_core.pretrained import layerwise
+    obj = hi.objective(tiny_gpt2, A)
+    plan = [(layer, head) for layer in range(tiny_gpt2.n_layers) for head in range(tiny_gpt2.n_heads)][::-1]
+    from_layers = hi.ablated_scores(tiny_gpt2, obj, plan, "self", method)
+    monkeypatch.setattr(layerwise, "layer_blocks", lambda m: None)  # every row from the embeddings
+    whole = hi.ablated_scores(tiny_gpt2, obj, plan, "self", method)
+    np.testing.assert_allclose(from_layers, whole, atol=1e-5)
+    monkeypatch.undo()
+    monkeypatch.setattr(hi, "CHUNK_BYTES", 1)
+    np.testing.assert_allclose(hi.ablated_scores(tiny_gpt2, obj, plan, "self", method), whole, atol=1e-5)
+
+
 # ---------------------------------------------------------------- decoder-only (GPT-2) and encoder-decoder (T5)
 def _next_logprob(m, text: str, target_id: int) -> float:
     enc = m.tokenizer(text, return_tensors="pt")

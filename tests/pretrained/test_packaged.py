@@ -108,6 +108,23 @@ def test_16_bit_weights_compute_as_a_float32_copy(decoder):
     assert torch.equal(y, y2) and torch.equal(gx, gx2)
 
 
+def test_ablation_and_gradients_layer_by_layer_equal_whole_passes(decoder, monkeypatch):
+    """Head ablation from the knocked-out layer's input, and integrated gradients one layer at a time (layerwise),
+    against whole passes from the embeddings, on the real weights (Gemma's sliding-window layers included)."""
+    from viz_core.pretrained import ablation, attribution, layerwise
+    text = "The students read the notes about attention in the library."
+    obj = ablation.objective(decoder, text)
+    plan = [(0, 1), (5, 0), (decoder.n_layers - 1, decoder.n_heads - 1), (5, 2)]
+    rows = ablation.ablated_scores(decoder, obj, plan)
+    ig = attribution.integrated_gradients(decoder, obj, 4)
+    monkeypatch.setattr(layerwise, "layer_blocks", lambda m: None)
+    monkeypatch.setattr(attribution, "layer_blocks", lambda m: None)
+    np.testing.assert_allclose(rows, ablation.ablated_scores(decoder, obj, plan), atol=2e-4)
+    whole = attribution.integrated_gradients(decoder, obj, 4)
+    np.testing.assert_allclose(ig[0], whole[0], rtol=1e-3, atol=2e-3)
+    assert ig[1:] == pytest.approx(whole[1:], abs=1e-4)
+
+
 def test_rows_sum_to_one_with_causal_zeros(decoder):
     r = attention_for(decoder, "The cat sat on the mat because it was warm there.")
     assert r.weights.shape[:2] == (decoder.n_layers, decoder.n_heads)

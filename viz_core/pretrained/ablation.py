@@ -252,6 +252,13 @@ def ablated_scores(m: LoadedModel, obj: Objective, plan: list[tuple[int, int]], 
     projections = output_projections(m, part)
     fills = [head_means(m, enc, projections) if method == "mean" else None for enc in obj.inputs]
     chunk = _chunk_rows(m, obj, len(plan))
+    from .layerwise import ablated_from_layer_inputs, layer_blocks
+    blocks = layer_blocks(m) if part == "self" and len(obj.inputs) == 1 else None
+    if blocks is not None and len(blocks) == len(projections):  # a decoder: each row from its own layer on
+        return np.asarray(ablated_from_layer_inputs(
+            m, blocks, obj.inputs[0], plan, projections, fills[0],
+            lambda rows, heads, fill: ablation_hook(rows, heads, m.n_heads, fill), chunk,
+            lambda outputs: score(m, obj, outputs)), dtype=np.float32)
     out = []
     for start in range(0, len(plan), chunk):
         sub = plan[start:start + chunk]

@@ -9,7 +9,10 @@ then walks the layers from the last to the first, running one layer again with g
     g_L = df/dh_L;   g_l = (dh_{l+1}/dh_l)^T g_{l+1}   (one layer re-run);   df/dx = (dh_0/dx)^T g_0
 
 Memory: the L layer inputs (L x N x d) and one layer's activations; compute: one forward pass more. The numbers are
-those of the full backward pass (tests/pretrained/test_attribution.py).
+those of the full backward pass (tests/pretrained/test_layerwise.py).
+
+The same kept inputs serve head ablation (ablated_from_layer_inputs): knocking out a head of layer l changes nothing
+below l, so its row starts at layer l.
 """
 from __future__ import annotations
 
@@ -107,3 +110,34 @@ def _embedding_grad(m, first: torch.nn.Module, inputs: dict, embeds: torch.Tenso
             pass
         (gx,) = torch.autograd.grad(taken[0], x, grad_outputs=g)
     return gx
+
+
+def ablated_from_layer_inputs(m, blocks: list[torch.nn.Module], inputs: dict, plan: list[tuple[int, int]],
+                              projections: list[torch.nn.Module], fills, hook_for, chunk: int,
+                              score_of: Callable[[list], torch.Tensor]) -> list[float]:
+    """f with head plan[b] = (layer, head) knocked out, for every b, each ablated row run from its own layer on.
+
+    Layers below l are the same for every ablation of layer l: one intact pass keeps every layer's input h_l, and
+    the ablations of layer l run layers l..L-1 only, from h_l (about half the layer passes of running every
+    ablation from the embeddings). hook_for(rows, heads, fill) is the W_O pre-hook that knocks the heads out;
+    chunk: rows per pass."""
+    calls, _ = _calls(m, blocks, inputs)
+    norm = final_norm(m.model)
+    out = [0.0] * len(plan)
+    by_layer: dict[int, list[int]] = {}
+    for b, (layer, _head) in enumerate(plan):
+        by_layer.setdefault(layer, []).append(b)
+    for layer, rows in sorted(by_layer.items()):
+        for start in range(0, len(rows), chunk):
+            sub = rows[start:start + chunk]
+            hook = hook_for(torch.arange(len(sub)), torch.tensor([plan[b][1] for b in sub]),
+                            None if fills is None else fills[layer])
+            h = _hidden_of(*calls[layer]).repeat(len(sub), 1, 1)  # (k, N, d): layer l's intact input, k times
+            with thread_hooks(pre=[(projections[layer], hook)]), torch.inference_mode():
+                for block, (args, kwargs) in zip(blocks[layer:], calls[layer:]):
+                    args2, kwargs2 = _with_hidden(args, kwargs, h)
+                    h = _first(block(*args2, **kwargs2))  # (k, N, d)
+                f = score_of([SimpleNamespace(last_hidden_state=norm(h))])  # (k,)
+            for b, value in zip(sub, f.float().tolist()):
+                out[b] = value
+    return out
