@@ -3,6 +3,7 @@
 
   python bench/bench_rerun_cpu.py                          # this tree
   python bench/bench_rerun_cpu.py --app-root /tmp/old .    # two trees, rounds interleaved (old, new, new, old, ...)
+  python bench/bench_rerun_cpu.py --model gemma3-270m      # on a packaged real decoder
 
 One session per tree (bench/st_protocol.py, the protocol a browser tab speaks) opens Attention, waits for the warm-up,
 then each round makes --actions layer changes (the heatmap of another layer) and --actions new sentences of 10-30
@@ -54,7 +55,7 @@ async def measure(sessions: dict, procs: dict, order: list, n: int, out: dict, r
             out[root][kind]["lat"] += lat
 
 
-async def run(roots: list[Path], rounds: int, n: int) -> dict:
+async def run(roots: list[Path], rounds: int, n: int, model: str = "") -> dict:
     servers = {r: bb.Server(root=r) for r in roots}
     out = {r: {k: {"cpu": [], "lat": []} for k in ACTIONS} for r in roots}
     try:
@@ -64,7 +65,7 @@ async def run(roots: list[Path], rounds: int, n: int) -> dict:
         sessions = {r: Session(servers[r].url, timeout=120) for r in roots}
         for r in roots:
             await sessions[r].connect()
-            await sessions[r].open("/", "lang=en")
+            await sessions[r].open("/", "lang=en" + (f"&model={model}" if model else ""))
         await asyncio.sleep(10)  # the warm-up (imports, the model) ends before the first action is timed
         rng = random.Random(0)
         await measure(sessions, procs, roots, 3, {r: {k: {"cpu": [], "lat": []} for k in ACTIONS} for r in roots}, rng)
@@ -83,9 +84,10 @@ def main(argv=None) -> int:
     p.add_argument("--app-root", nargs="+", default=[str(ROOT)], help="one or two trees whose app.py to run")
     p.add_argument("--rounds", type=int, default=4)
     p.add_argument("--actions", type=int, default=20, help="layer changes and new sentences per round")
+    p.add_argument("--model", default="", help="the Attention page's model (default: the packaged encoder)")
     args = p.parse_args(argv)
     roots = [Path(r).resolve() for r in args.app_root]
-    out = asyncio.run(run(roots, args.rounds, args.actions))
+    out = asyncio.run(run(roots, args.rounds, args.actions, args.model))
     print(f"\nserver CPU per Attention rerun (user + system), medians of {args.rounds} rounds of {args.actions}; "
           "rerun -> script_finished median")
     print("\n| action | " + " | ".join(str(r) for r in roots) + " |\n|---|" + "---|" * len(roots))

@@ -1,6 +1,7 @@
 """Background jobs (viz_core.jobs): work runs in its own thread, stops on request or when its session is gone, and
 waits for a server-wide slot in arrival order. The training-job widget's runs (app_pages/_ui/training_job.py): their
 trainers one after the other, and one RunResult for every way a run ends."""
+import os
 import threading
 import time
 from dataclasses import replace
@@ -251,3 +252,21 @@ def test_an_unexpected_error_is_a_failed_result_with_an_error_id():
     assert (result.status, result.reason, result.task, result.step, result.accuracy) == ("failed", "error", "date", 2,
                                                                                          None)
     assert result.error_ref and len(result.error_ref) == 8
+
+
+@pytest.mark.skipif(not hasattr(os, "setpriority"), reason="thread priorities are Linux's")
+def test_a_job_runs_below_the_visitors_priority():
+    """A job's thread (and what it starts) has niceness JOB_NICE, the thread that started it keeps its own."""
+    import torch
+    seen = {}
+
+    def work():
+        tid = threading.get_native_id()
+        seen["job"] = os.getpriority(os.PRIO_PROCESS, tid)
+        torch.ones(64, 64) @ torch.ones(64, 64)  # an op on this thread's OpenMP team
+        yield 0
+
+    job = BackgroundJob(work()).start()
+    assert job.join(10) and job.status == "done"
+    assert seen["job"] >= jobs.JOB_NICE > 0
+    assert os.getpriority(os.PRIO_PROCESS, threading.get_native_id()) < jobs.JOB_NICE

@@ -112,3 +112,32 @@ def test_missing_library_is_a_logged_no_op(monkeypatch, caplog, three_threads):
     finally:
         monkeypatch.undo()
         threads._openmp.cache_clear()
+
+
+def test_model_computations_share_the_cores(three_threads, monkeypatch):
+    """app_pages/_ui/models.heavy: a computation alone takes the server's cores; one that starts while another runs
+    takes its share (two passes with two threads each would put four threads on two cores)."""
+    from app_pages._ui import models
+    monkeypatch.setattr(models, "_CORES", 2)
+    seen, first_in, second_done = {}, threading.Event(), threading.Event()
+
+    def first():
+        with models.heavy():
+            seen["first"] = torch.get_num_threads()
+            first_in.set()
+            second_done.wait(30)
+
+    def second():
+        first_in.wait(30)
+        with models.heavy():
+            seen["second"] = torch.get_num_threads()
+        second_done.set()
+
+    runners = [threading.Thread(target=f) for f in (first, second)]
+    for r in runners:
+        r.start()
+    for r in runners:
+        r.join(60)
+    assert seen == {"first": 2, "second": 1}
+    with models.heavy():
+        assert torch.get_num_threads() == 2  # alone again

@@ -7,7 +7,8 @@ it to stop. Nothing but the job's thread touches the work's objects until the jo
 
 A server shared by a classroom must not run every session's training at once on its few cores: jobs take a slot
 from a server-wide JobSlots (first come, first served; a waiting job knows its place in the queue), and each job
-runs with a CPU thread budget for its own thread only (viz_core.threads).
+runs with a CPU thread budget for its own thread only (viz_core.threads), at a lower CPU priority than the
+visitors' reruns (lower_priority).
 
     job = BackgroundJob(trainer.run(), on_stop=trainer.request_stop, alive=lambda: session_is_open(sid))
     job.start()
@@ -168,6 +169,7 @@ class BackgroundJob:
 
     def _run(self) -> None:
         got_slot = False
+        lower_priority()
         try:
             if self._slots is not None:
                 got_slot = self._slots.acquire(self.id, lambda: self._stop.is_set() or self._session_gone())
@@ -198,6 +200,25 @@ class BackgroundJob:
                     self.status = "stopped"
                     return
         self.status = "stopped" if self._stop.is_set() else "done"
+
+
+JOB_NICE = env_int("ATTN_JOB_NICE", 10)  # the niceness of job threads: a visitor's rerun comes before a training step
+
+
+def lower_priority(nice: int = JOB_NICE) -> None:
+    """Give the calling thread (and the OpenMP workers it starts later, which inherit it) a lower CPU priority.
+
+    A training on a shared server must not slow down everyone's reruns: with niceness 10 the scheduler gives a
+    rerun about nine times the CPU share of a training thread while both want it, and the training all the CPU
+    nobody else asks for. Linux schedules threads one by one (setpriority on the thread's own id); elsewhere this
+    is a no-op."""
+    if nice <= 0 or not hasattr(os, "setpriority"):
+        return
+    try:
+        tid = threading.get_native_id()
+        os.setpriority(os.PRIO_PROCESS, tid, max(os.getpriority(os.PRIO_PROCESS, tid), nice))
+    except OSError:
+        log.info("could not lower the priority of job thread %s", threading.current_thread().name)
 
 
 def _close(work: Iterator[Any]) -> None:
