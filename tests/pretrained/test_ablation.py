@@ -127,6 +127,23 @@ def test_decoder_rows_from_their_own_layer_equal_whole_passes(tiny_gpt2, monkeyp
     np.testing.assert_allclose(hi.ablated_scores(tiny_gpt2, obj, plan, "self", method), whole, atol=1e-5)
 
 
+def test_a_decoder_whose_layers_do_not_fit_takes_whole_passes(tiny_gpt2, monkeypatch):
+    """Where the layer-by-layer paths fail (a layer called in another way), ablation and integrated gradients fall
+    back to whole passes, with the same numbers."""
+    from viz_core.pretrained import attribution, layerwise
+    obj = hi.objective(tiny_gpt2, A)
+    plan = [(1, 0), (0, 3)]
+    rows, ig = hi.ablated_scores(tiny_gpt2, obj, plan), attribution.integrated_gradients(tiny_gpt2, obj, 4)
+
+    def fail(*_args, **_kwargs):
+        raise TypeError("a layer called in another way")
+    monkeypatch.setattr(layerwise, "_calls", fail)
+    np.testing.assert_allclose(hi.ablated_scores(tiny_gpt2, obj, plan), rows, atol=1e-5)
+    again = attribution.integrated_gradients(tiny_gpt2, obj, 4)
+    np.testing.assert_allclose(again[0], ig[0], atol=1e-5)
+    assert again[1:] == pytest.approx(ig[1:], abs=1e-5)
+
+
 # ---------------------------------------------------------------- decoder-only (GPT-2) and encoder-decoder (T5)
 def _next_logprob(m, text: str, target_id: int) -> float:
     enc = m.tokenizer(text, return_tensors="pt")

@@ -252,13 +252,16 @@ def ablated_scores(m: LoadedModel, obj: Objective, plan: list[tuple[int, int]], 
     projections = output_projections(m, part)
     fills = [head_means(m, enc, projections) if method == "mean" else None for enc in obj.inputs]
     chunk = _chunk_rows(m, obj, len(plan))
-    from .layerwise import ablated_from_layer_inputs, layer_blocks
+    from .layerwise import LAYERWISE_ERRORS, ablated_from_layer_inputs, layer_blocks
     blocks = layer_blocks(m) if part == "self" and len(obj.inputs) == 1 else None
     if blocks is not None and len(blocks) == len(projections):  # a decoder: each row from its own layer on
-        return np.asarray(ablated_from_layer_inputs(
-            m, blocks, obj.inputs[0], plan, projections, fills[0],
-            lambda rows, heads, fill: ablation_hook(rows, heads, m.n_heads, fill), chunk,
-            lambda outputs: score(m, obj, outputs)), dtype=np.float32)
+        try:
+            return np.asarray(ablated_from_layer_inputs(
+                m, blocks, obj.inputs[0], plan, projections, fills[0],
+                lambda rows, heads, fill: ablation_hook(rows, heads, m.n_heads, fill), chunk,
+                lambda outputs: score(m, obj, outputs)), dtype=np.float32)
+        except LAYERWISE_ERRORS as exc:  # a decoder whose layers are not called as layerwise expects
+            log.info("head importance: rows from their own layer not possible for %s (%s); whole passes", m.name, exc)
     out = []
     for start in range(0, len(plan), chunk):
         sub = plan[start:start + chunk]

@@ -14,11 +14,13 @@ padding token ([PAD]; 0 for a model without one, e.g. GPT-2).
 """
 from __future__ import annotations
 
+import logging
+
 import numpy as np
 import torch
 
 from .ablation import Objective, objective, row_bytes, score
-from .layerwise import layer_blocks, value_and_grad
+from .layerwise import LAYERWISE_ERRORS, layer_blocks, value_and_grad
 from .head_analysis import attention_received, reading_rows  # noqa: F401 - their old home is here
 from .result import MAX_STEPS, METHODS, TokenAttribution, check_attribution  # noqa: F401 - torch-free (shared
 # with attribution_numpy, the packaged model's integrated gradients in numpy)
@@ -27,6 +29,7 @@ from .token_text import token_labels
 # what one chunk of path points may hold for its backward pass, by ablation.row_bytes' estimate (the process grows
 # about three times the estimate: see ablation.CHUNK_BYTES). A batch of 34 points of 500 tokens held 5.5 GB.
 CHUNK_BYTES = 64 * 2**20
+log = logging.getLogger(__name__)
 
 
 def token_attribution(m, text: str, text_pair: str | None = None, method: str = "integrated_gradients",
@@ -75,13 +78,13 @@ def _baseline_vector(m, table: torch.nn.Embedding) -> torch.Tensor:
     return torch.zeros(table.weight.shape[1])
 
 
-def integrated_gradients(m, obj: Objective, steps: int) -> tuple[np.ndarray, float, float]:
+def integrated_gradients(m, obj: Objective, steps: int, layerwise: bool = True) -> tuple[np.ndarray, float, float]:
     """(IG per token (N,), f(x), f(x')): IG_i = (x_i - x'_i) · mean over the S path points x' + a (x - x') of
     df/dx_i, a = (s + 0.5) / S; forward + backward over the S points and both ends, in chunks of points whose saved
     activations stay under CHUNK_BYTES (the points are independent rows, so the chunks add up to one batch)."""
     alphas = torch.cat([(torch.arange(steps) + 0.5) / steps, torch.tensor([0.0, 1.0])])  # (S + 2,)
     parts = [_embed_inputs(m, enc) for enc in obj.inputs]
-    blocks = layer_blocks(m) if len(parts) == 1 else None       # a decoder: one layer's activations at a time
+    blocks = layer_blocks(m) if layerwise and len(parts) == 1 else None  # a decoder: one layer at a time
     rows = _chunk_points(m, parts, layerwise=blocks is not None)
     sums = [torch.zeros_like(x) for _, x, _ in parts]            # each (N, d): df/dx summed over the path points
     values = []
@@ -89,9 +92,13 @@ def integrated_gradients(m, obj: Objective, steps: int) -> tuple[np.ndarray, flo
         a = alphas[start:start + rows]                            # (C,)
         paths = [(base + a[:, None, None] * (x - base)).requires_grad_(True) for _, x, base in parts]  # (C, N, d)
         if blocks is not None:
-            f, grad = value_and_grad(m, blocks, _batched(parts[0][0], len(a)), paths[0],
-                                     lambda outs: _score_with_grad(m, obj, outs))
-            grads = [grad]                                        # (C, N, d)
+            try:
+                f, grad = value_and_grad(m, blocks, _batched(parts[0][0], len(a)), paths[0],
+                                         lambda outs: _score_with_grad(m, obj, outs))
+                grads = [grad]                                    # (C, N, d)
+            except LAYERWISE_ERRORS as exc:  # a decoder whose layers are not called as layerwise expects
+                log.info("integrated gradients: layer by layer not possible for %s (%s); whole passes", m.name, exc)
+                return integrated_gradients(m, obj, steps, layerwise=False)
         else:
             with torch.enable_grad():
                 outputs = [_forward_embeds(m, rest, path) for (rest, _, _), path in zip(parts, paths)]

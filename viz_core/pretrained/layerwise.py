@@ -26,6 +26,11 @@ from .ablation import _layers
 from .lens import final_norm
 
 
+# what a decoder whose layers are not called as this module expects raises (a layer's input not its first argument or
+# hidden_states, a layer that does not broadcast a batch of one's masks): the callers fall back to whole passes
+LAYERWISE_ERRORS = (RuntimeError, TypeError, KeyError, IndexError, ValueError)
+
+
 class _StopAtFirstLayer(Exception):
     """Raised by the pre-hook of layer 0 once its input is taken: the rest of that forward pass is not needed."""
 
