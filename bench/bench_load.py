@@ -168,8 +168,8 @@ async def _act(s: Session, action: str, rng: random.Random, title: str, stats: d
         words = [rng.choice(WORDS) for _ in range(rng.randint(10, 30))]
         run = await s.set_widget(s.widget(TEXT_KEY, "text_area").id, string_value=" ".join(words))
         title, keys = heatmap(s)
-        shown = "".join(token_of(k).lstrip("▁Ġ ") for k in keys)  # WordPiece, SentencePiece and byte-level labels,
-        check("".join(words) in shown, "a new sentence")            # a word in one token or several
+        shown = "".join(token_of(k).lstrip("▁Ġ ").removeprefix("##") for k in keys)  # WordPiece, SentencePiece and
+        check("".join(words) in shown, "a new sentence")  # byte-level labels; a word in one token or several
         stats["sentence"].append(run.latency)
     else:
         stem = rng.choice(OTHER_PAGES)
