@@ -1,6 +1,6 @@
 """The packaged real decoders (Gemma 3 270M, SmolLM2-135M). Prints figures; asserts nothing.
 
-  python bench/bench_real_decoder.py [convert] [load] [maps] [lens] [memory]
+  python bench/bench_real_decoder.py [convert] [load] [maps] [lens] [importance] [memory]
 
 convert: the one-time GGUF -> float16 conversion in a fresh cache folder: seconds and the converter's peak RSS
          (goal <= 1.5 GB);
@@ -8,6 +8,8 @@ load:    a fresh process loading the converted cache: import of torch + transfor
 maps:    a new sentence -> every layer x head's attention and the all-heads grid figure, 24 and 256 tokens, model warm
          (goals <= 1.0 s and <= 4 s);
 lens:    the logit lens at the positions the page reads on each model and at 64 positions (goal <= 2 s);
+importance: "Which heads matter" at 128 tokens, model warm: every head knocked out, then integrated gradients (32
+         steps), each with the growth of this process's RSS at its peak;
 memory:  a `streamlit run app.py` server's RSS while one visitor opens every Attention view of each decoder at 128
          tokens in Chromium, the packaged encoder used first (goals <= 1.5 GB with Gemma, <= 1.2 GB with SmolLM2).
 """
@@ -125,6 +127,39 @@ def bench_lens() -> None:
 MEMORY_GOALS = {"gemma3-270m": ("18 layers × 4 heads", 1.5), "smollm2-135m": ("30 layers × 9 heads", 1.2)}
 
 
+def bench_importance() -> None:
+    import threading
+
+    import psutil
+
+    from viz_core.pretrained import attention_for, load_model
+    from viz_core.pretrained.ablation import head_importance
+    from viz_core.pretrained.attribution import token_attribution
+    from viz_core.pretrained.load import release_memory
+    print("importance: 'Which heads matter' at 128 tokens (model warm): seconds, RSS growth at the peak")
+    proc, box = psutil.Process(), {"peak": 0, "stop": False}
+
+    def sample():
+        while not box["stop"]:
+            box["peak"] = max(box["peak"], proc.memory_info().rss)
+            time.sleep(0.005)
+    threading.Thread(target=sample, daemon=True).start()
+    for model_id in _installed():
+        m = load_model(model_id)
+        text = _words(127)
+        attention_for(m, text)
+        m.model.get_input_embeddings().weight[:].sum()  # the embedding resident, as after the page's lens
+        for name, run in (("knock out every head", lambda: head_importance(m, text)),
+                          ("integrated gradients", lambda: token_attribution(m, text, steps=32))):
+            release_memory()
+            base = box["peak"] = proc.memory_info().rss
+            t0 = time.perf_counter()
+            run()
+            seconds = time.perf_counter() - t0
+            print(f"   {model_id:13s} {name:22s}: {seconds:5.1f} s, +{(box['peak'] - base) / 2**20:4.0f} MB")
+    box["stop"] = True
+
+
 def bench_memory() -> None:
     for model_id in _installed():
         _memory_of(model_id)
@@ -179,6 +214,6 @@ def _memory_of(model_id: str) -> None:
 
 if __name__ == "__main__":
     rows = {"convert": bench_convert, "load": bench_load, "maps": bench_maps, "lens": bench_lens,
-            "memory": bench_memory}
+            "importance": bench_importance, "memory": bench_memory}
     for name in sys.argv[1:] or list(rows):
         rows[name]()
