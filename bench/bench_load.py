@@ -415,7 +415,7 @@ async def long_sentences(args) -> dict:
         pid = server.proc.pid
         mem = Memory(pid)
         async with Session(server.url, timeout=args.timeout) as s:
-            await s.open("/", "lang=en")
+            await s.open("/", "lang=en" + (f"&model={args.model}" if args.model else ""))
             out["before"] = await _settled(pid)
             mem.start()
             for i in range(args.sentences):
