@@ -141,3 +141,14 @@ def test_model_computations_share_the_cores(three_threads, monkeypatch):
     assert seen == {"first": 2, "second": 1}
     with models.heavy():
         assert torch.get_num_threads() == 2  # alone again
+
+
+def test_a_model_computation_holds_background_work_back():
+    """app_pages/_ui/models.heavy marks a visitor's computation as foreground work (viz_core.priority), and only
+    while it runs."""
+    from app_pages._ui import models
+    from viz_core import priority
+    assert not priority.busy()
+    with models.heavy():
+        assert priority.busy()
+    assert not priority.busy()

@@ -18,3 +18,17 @@ def env_int(name: str, default: int) -> int:
     except ValueError:
         log.warning("%s=%r is not a whole number; using %d", name, raw, default)
         return default
+
+
+def env_float(name: str, default: float) -> float:
+    """A number of at least 0 from the environment variable `name` (negative reads as 0); unset, empty or not a
+    number gives `default` (said in the log when it is not a number)."""
+    raw = os.environ.get(name, "").strip()
+    if not raw:
+        return default
+    try:
+        value = float(raw)
+    except ValueError:
+        log.warning("%s=%r is not a number; using %s", name, raw, default)
+        return default
+    return max(0.0, value) if value == value else default  # NaN reads as unset

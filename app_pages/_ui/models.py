@@ -21,6 +21,7 @@ import streamlit as st
 from viz_core.pretrained import bert_numpy
 from viz_core.pretrained.result import AttentionResult
 from viz_core.pretrained.policy import ModelPolicy
+from viz_core import priority
 from viz_core.settings import env_int
 
 from .caches import ByteBoundedCache
@@ -165,8 +166,9 @@ def heavy():
     A forward pass at 512 tokens needs about 100 MB while it runs, and the cores are busy anyway: twenty sessions
     computing at the same moment wait their turn instead of holding 2 GB together and each taking twenty times
     as long. Two passes at once with two threads each would put four threads on two cores: a pass that starts
-    while another runs takes one thread (Gemma at 20 tokens: 122 ms of CPU with one thread, 172 ms with two)."""
-    with _compute_gate:
+    while another runs takes one thread (Gemma at 20 tokens: 122 ms of CPU with one thread, 172 ms with two).
+    While it runs, trainings wait before their next step (viz_core.priority)."""
+    with _compute_gate, priority.foreground():
         with _active_lock:
             _active[0] += 1
             threads = max(1, _CORES // _active[0])

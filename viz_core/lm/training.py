@@ -32,6 +32,7 @@ from .induction import half_losses, head_scores, repeated_tokens, scattered_repe
 from .model import DecoderLM, LMConfig, count_parameters
 from .charset import unknown_chars, vocabulary
 from .corpus import LANGS, char_corpus
+from .. import priority
 from ..threads import thread_budget
 
 TASKS = ("induction", "chars")
@@ -213,6 +214,8 @@ class LMTrainer:
         window: list[float] = []
         budget = self.train_cfg.threads if self.device.type == "cpu" else None
         while not self.done:
+            if self.device.type == "cpu":
+                priority.wait_for_foreground()  # a visitor's pass on the same cores goes first
             with thread_budget(budget):
                 window.append(self._train_step())
                 self.reason = self._check_stop(window[-1])

@@ -28,6 +28,7 @@ from ..device import pick_device
 from ..errors import InputError
 from ..export import write_files, zip_bytes
 from .model import ModelConfig, Seq2SeqTransformer, count_parameters
+from .. import priority
 from ..threads import thread_budget
 from ..uploads import parse_json, safetensors_header, zip_members
 from .tasks import BOS, EOS, PAD, RangeNote, Task, encode_batch, make_task, pairs_by_length, sample_batch
@@ -354,6 +355,8 @@ class Trainer:
             self._snapshot()
         window: list[tuple[float, float]] = []
         while not self.done:
+            if self.device.type == "cpu":
+                priority.wait_for_foreground()  # a visitor's pass on the same cores goes first
             with thread_budget(self.train_cfg.threads if self.device.type == "cpu" else None):
                 loss, acc = self._train_step()
             window.append((loss, acc))

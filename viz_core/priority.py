@@ -1,0 +1,62 @@
+"""Visitors first: background work (a training) steps aside while a visitor's model computation runs.
+
+A training thread at a low CPU priority (jobs.lower_priority) still gets its time slices. On a machine with few
+cores that is enough to stall a visitor's forward pass: the pass's OpenMP threads meet at a barrier after every
+operation, and one of them waiting for a core while a training step has it holds up the whole pass. So a visitor's
+computation marks itself as foreground work, and a training waits before its next step until none is running, for
+at most MAX_WAIT_S (it always makes progress, one step per MAX_WAIT_S under a continuous load).
+
+    with foreground():               # a visitor's computation (app_pages/_ui/models.heavy)
+        ...
+    wait_for_foreground()            # a training loop, before each step
+
+No torch here: the page's first paint imports this module.
+"""
+from __future__ import annotations
+
+import threading
+import time
+from contextlib import contextmanager
+from typing import Iterator
+
+from .settings import env_float
+
+MAX_WAIT_S = env_float("ATTN_TRAINING_YIELD_S", 1.0)  # longest a training step waits for visitors (0: never waits)
+
+_running = 0
+_idle = threading.Condition()
+stats = {"waits": 0, "waited_s": 0.0}  # what training steps gave up (for tests and benchmarks)
+
+
+@contextmanager
+def foreground() -> Iterator[None]:
+    """Mark the block as a visitor's computation: background work waits while any such block runs."""
+    global _running
+    with _idle:
+        _running += 1
+    try:
+        yield
+    finally:
+        with _idle:
+            _running -= 1
+            if _running == 0:
+                _idle.notify_all()
+
+
+def busy() -> bool:
+    return _running > 0
+
+
+def wait_for_foreground(max_wait_s: float | None = None) -> float:
+    """Block while a visitor's computation runs, for at most max_wait_s (default MAX_WAIT_S); returns the seconds
+    waited (0.0 at once when nothing runs)."""
+    limit = MAX_WAIT_S if max_wait_s is None else max_wait_s
+    if _running == 0 or limit <= 0:
+        return 0.0
+    start = time.monotonic()
+    with _idle:
+        _idle.wait_for(lambda: _running == 0, timeout=limit)
+    waited = time.monotonic() - start
+    stats["waits"] += 1
+    stats["waited_s"] += waited
+    return waited
