@@ -22,6 +22,7 @@ model's passes slower, not faster: "Which heads matter" on a new sentence took 3
 (issue #25). torch keeps its own threads (viz_core.threads).
 """
 import os
+from pathlib import Path
 
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")  # before numpy's first import (app_pages below)
 
@@ -33,13 +34,16 @@ from app_pages._ui import chart, memory, serving, state, warmup
 from app_pages._ui.nav import DEFAULT_PAGE, PAGES, reask_lost_page
 from viz_core.i18n import LANGUAGE_NAMES, LANGUAGES, normalise_lang
 
+# The browser tab's icon is a file of the app: for a Material icon name Streamlit points the favicon at Google's font
+# server, which every visitor's browser would contact (and which fails offline).
+ICON = Path(__file__).resolve().parent / "app_pages" / "assets" / "icon.png"
 PRELOADED = "_plotly_preloaded"  # session state: this session's browser was told to load plotly.js
 
 
 def main() -> None:
     import pandas  # noqa: F401 - before any page (see the module's docstring); at once after the first import
     ui.pin_lang(None)  # until the sidebar's radio settles this run's language (a context can serve several runs)
-    st.set_page_config(page_title="Attention Explorer", page_icon=":material/visibility:", layout="wide")
+    st.set_page_config(page_title="Attention Explorer", page_icon=str(ICON), layout="wide")
     ui.page_style()  # readable on phones and in both themes (captions' contrast, formulas that scroll)
 
     if not st.session_state.get(PRELOADED):  # a session's first run: plotly.js on its way before anything else
