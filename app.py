@@ -31,7 +31,7 @@ from streamlit.runtime.scriptrunner import StopException
 
 from app_pages import _ui as ui
 from app_pages._ui import chart, memory, serving, state, warmup
-from app_pages._ui.nav import DEFAULT_PAGE, PAGES, reask_lost_page
+from app_pages._ui.nav import DEFAULT_PAGE, NOT_FOUND, PAGES, reask_lost_page, route_by_name
 from viz_core.i18n import LANGUAGE_NAMES, LANGUAGES, normalise_lang
 
 # The browser tab's icon is a file of the app: for a Material icon name Streamlit points the favicon at Google's font
@@ -51,6 +51,7 @@ def main() -> None:
         with st.sidebar:
             chart.preload()
     nav_box = st.sidebar.container(key="nav")  # page links on top, filled once the language is known
+    route_by_name()  # /attention and unknown names (see nav.py)
     st.session_state[state.REOPENED] = reask_lost_page() is not None  # (see nav.py)
     if state.address_is_truth():  # Back / Forward (or a lost first run): the address says which language was shown
         st.session_state[ui.LANG_KEY] = normalise_lang(st.query_params.get(ui.LANG_KEY))
@@ -63,7 +64,9 @@ def main() -> None:
     pages = {stem: st.Page(f"app_pages/{stem}.py", title=ui.t(f"common.nav_{stem}"), icon=icon, url_path=stem,
                            default=(stem == DEFAULT_PAGE))
              for stem, icon in PAGES}
-    nav = st.navigation(list(pages.values()), position="hidden")
+    not_found = st.Page(f"app_pages/{NOT_FOUND}.py", title=ui.t("common.not_found_title"), url_path=NOT_FOUND,
+                        visibility="hidden")
+    nav = st.navigation([*pages.values(), not_found], position="hidden")
     with nav_box:
         for stem, (_, icon) in zip(pages, PAGES):
             st.page_link(pages[stem], label=ui.t(f"common.nav_{stem}"), icon=icon,

@@ -137,12 +137,15 @@ def unknown_note(r: AttentionResult, src: Source, model_name: str) -> None:
     vocabulary) and offers the allowed models that read this text, or says that they need the network."""
     if not r.n_unknown:
         return
+    causes = unknown_causes(r)
     if not catalog.many_unknown(r.n_unknown, r.n_text_tokens):
-        st.info(t("attention.unknown_tokens", n=r.n_unknown, total=r.n_text_tokens, unk=r.unk_token))
+        st.info(t("attention.unknown_tokens", n=r.n_unknown, total=r.n_text_tokens, unk=r.unk_token, causes=causes))
         return
     share = f"{catalog.unknown_share(r.n_unknown, r.n_text_tokens) * 100:.0f}"
     st.warning(t("attention.unknown_many", n=r.n_unknown, total=r.n_text_tokens, unk=r.unk_token, share=share,
-                 name=ui.plain_md(model_name)))
+                 name=ui.plain_md(model_name), causes=causes))
+    if r.unknown is not None and not r.unknown.counts["script"]:
+        return  # long words and symbols: another language's model would read them no better
     current = catalog.entry(src.name)
     offers = [e for e in catalog.models_for(f"{src.text} {src.pair}", models.policy()) if e is not current][:3]
     if not offers:
@@ -159,6 +162,15 @@ def unknown_note(r: AttentionResult, src: Source, model_name: str) -> None:
     if missing:
         st.caption(t("attention.unknown_offline", models=t("attention.list_sep").join(
             t("attention.model_with_size", name=e.name, size=e.size_mb) for e in missing)))
+
+
+def unknown_causes(r: AttentionResult) -> str:
+    """One sentence per cause of the unknown tokens (UnknownCauses), the text's pieces shown as typed."""
+    if r.unknown is None:
+        return ""
+    return " ".join(t(f"attention.unk_cause_{cause}", n=n, unk=r.unk_token, max=r.unknown.max_word_chars,
+                      examples=ui.plain_md(t("attention.list_sep").join(r.unknown.examples[cause])))
+                    for cause, n in r.unknown.counts.items() if n)
 
 
 # ---------------------------------------------------------------- what to show
@@ -290,7 +302,7 @@ def view_grid(src: Source, c: Chosen) -> None:
                   else t("attention.scale_fixed")))
     fig = plots.model_grid(c.weights, thumb=GRID_THUMB, layer_label=t("attention.layer"),
                            head_label=t("attention.head"), hover_hint=t("attention.grid_hover"),
-                           selected=(c.layer, c.head), auto_scale=c.auto)
+                           selected=(c.layer, c.head), auto_scale=c.auto, value_name=t("attention.weight"))
     ui.plot(fig, key="grid_fig", on_select=partial(open_head, "grid_fig", c.n_heads), selection_mode="points")
 
 
@@ -355,7 +367,7 @@ def view_sinks(src: Source, c: Chosen) -> None:
     shares = cached.sinks(src.name, src.text, src.pair, src.target, c.part)
     decoder_view.sinks_view(shares, getattr(models.info(src.name), "architecture", None), "sinks_fig",
                             selected=(c.layer, c.head), on_select=partial(open_head, "sinks_fig", c.n_heads),
-                            encoder=src.kind != "decoder")
+                            encoder=src.kind != "decoder", causal=src.kind == "decoder" or c.part == "decoder")
 
 
 def view_heads(src: Source, c: Chosen) -> None:

@@ -9,6 +9,8 @@ your sequence, generate, KV cache); only the open tab is drawn. Training runs in
 from dataclasses import replace
 from functools import partial
 
+import time
+
 import numpy as np
 import streamlit as st
 
@@ -21,12 +23,14 @@ from viz_core.device import pick_device
 from viz_core.export import columns_csv, npz_bytes, records_csv
 from viz_core.lm import cache_bytes
 from viz_core.lm.charset import never_generated
-from viz_core.lm.generate import cache_difference, generate
-from viz_core.lm.induction import phase_change_step, repeat_length, repeated_text, target_cells
+from viz_core.lm.generate import PROMPT_MAX_CHARS, context_window, generate
+from viz_core.lm.induction import (induction_score, induction_targets, phase_change_step, repeat_length,
+                                  repeated_text, target_cells, transformer_lens_induction)
 from viz_core.lm.lens import architecture_of
 from viz_core.lm.training import LMTrainConfig, probe_ids
 from viz_core.pretrained import generate as real
 from viz_core.pretrained import packaged
+from viz_core.threads import thread_budget
 from viz_core.pretrained.head_analysis import sink_shares
 
 ui.setup("language_model")  # state under the page's url path; its title in locales/language_model.json,
@@ -224,7 +228,8 @@ def head_patterns(lm, i: int) -> None:
     marks = [[(r, r - 1) for r in range(1, len(probe))], target_cells(probe_ids)]
     ui.plot(figures.patterns_history(maps, [s.step for s in snaps], i, probe, titles, marks, x_title=t("lm.key"),
                                      y_title=t("lm.query"), value_name=t("lm.weight"),
-                                     mark_names=[t("lm.prev_marks"), t("lm.ind_marks")], play=ui.play_labels()),
+                                     mark_names=[t("lm.prev_marks"), t("lm.ind_marks")], play=ui.play_labels(),
+                                     slider=len(snaps) < 2),  # with two or more, the page's own slider picks one
             key="lm.patterns")
     st.caption(t("lm.patterns_play"))
 
@@ -296,6 +301,13 @@ def sequence_summary(lm, result, ind, best) -> None:
         st.warning(t("lm.own_no_repeat"))
         return
     st.markdown(t("lm.own_best", layer=int(best[0]), head=int(best[1]), score=f"{ind[best]:.2f}"))
+    w = result.weights[best]  # (N, N) of the best head
+    free = float(induction_score(w, result.ids, "free"))
+    tl = float(transformer_lens_induction(w, result.ids))
+    if length:  # where the two rules meet: both numbers, so an edit that breaks s s does not look like a jump
+        st.caption(t("lm.own_rules_both", standard=f"{ind[best]:.2f}", free=f"{free:.2f}"))
+    counted_free = sum(bool(keys) for keys in induction_targets(result.ids, "free"))
+    st.caption(t("lm.own_transformer_lens", score=f"{tl:.2f}", n=len(result.ids), counted=counted_free))
 
 
 # ---------------------------------------------------------------- generate tab
@@ -315,13 +327,18 @@ def generate_tab() -> None:
     if lm.history:
         with st.expander(t("lm.curves")):
             ui.plot(chars_loss_figure(lm.history), key="lm.chars_curves")
-    prompt, settings = generation_settings()
-    ids, err = ui.safe(lm.encode, prompt)
+    prompt, settings = generation_settings(help_text=t("lm.prompt_help", max_len=lm.model.cfg.max_len))
+    ids, err = ui.safe(lm.tokenizer.encode, prompt)  # any length: the model reads its end (context_window)
     if err is not None:
         ui.show_error(err)
         return
     replaced_note(lm, prompt)
-    trace = generate(lm.model, ids, never=never_generated(lm.tokenizer), **settings)  # it never writes UNK
+    window = context_window(ids, lm.model.cfg.max_len, settings["n_new"])
+    if len(window) < len(ids):
+        st.info(t("lm.gen_window", n=f"{len(ids):,}", kept=len(window), max_len=lm.model.cfg.max_len,
+                  n_new=settings["n_new"]))
+    with thread_budget(1):  # a tiny model: a second thread only waits for a core another visitor needs
+        trace = generate(lm.model, window, never=never_generated(lm.tokenizer), **settings)  # it never writes UNK
     st.markdown(t("lm.output"))
     st.code(lm.tokenizer.decode(trace.ids), language=None, wrap_lines=True)
     if trace.steps:
@@ -367,10 +384,15 @@ def replaced_note(lm, prompt: str, shown: int = 20) -> None:
     st.info(t("lm.gen.replaced", n=len(unknown), chars=ui.plain_md(listed)))
 
 
-def generation_settings(param: str = "prompt", default: str = "The cat ", max_chars: int = 80,
-                        help_text: str | None = None):
-    """The prompt (its own address parameter per model kind) and the sampling settings (shared by every model)."""
-    prompt = ui.text(t("lm.prompt"), param, default, max_chars=max_chars, help=help_text or t("lm.prompt_help"))
+def generation_settings(help_text: str, param: str = "prompt", default: str = "The cat "):
+    """The prompt (its own address parameter per model kind) and the sampling settings (shared by every model).
+
+    The box sets no limit of its own: a browser drops a pasted text longer than a box's limit without a word. A
+    prompt over PROMPT_MAX_CHARS is cut here instead, and the page says so."""
+    prompt = ui.text(t("lm.prompt"), param, default, area=True, height=80, help=help_text)
+    if len(prompt) > PROMPT_MAX_CHARS:
+        st.info(t("lm.prompt_cut", n=f"{len(prompt):,}", max=f"{PROMPT_MAX_CHARS:,}"))
+        prompt = prompt[:PROMPT_MAX_CHARS]
     c = st.columns(5)
     n_new = ui.slider(t("lm.n_new"), 1, 60, "n_new", 40, container=c[0])
     temp = ui.slider(t("lm.temperature"), 0.0, 2.0, "temp", 0.8, step=0.05, container=c[1],
@@ -396,7 +418,7 @@ def step_view(lm, trace) -> None:
         titles=[t("lm.row_title", step=j + 1) for j in range(n)], bars_title=t("lm.bars_title"),
         x_prob=t("lm.probability"), y_token=t("lm.token"), model_name=t("lm.model_probs"),
         sampled_name=t("lm.sampled_probs"), x_key=t("lm.key"), y_head=t("lm.layer_head_axis"),
-        value_name=t("lm.weight"), play=ui.play_labels()), key="lm.generation")
+        value_name=t("lm.weight"), play=ui.play_labels(), slider=n < 2), key="lm.generation")  # else the page slider
     st.caption(t("lm.gen_play"))
     csv = columns_csv({"step": list(range(1, n + 1)), "token": [vocab[x.token] for x in trace.steps],
                        "p_token": [x.sampled[x.token] for x in trace.steps]})
@@ -420,8 +442,8 @@ def real_generation(model_id: str) -> None:
         return
     shape = real.kv_shape_of(m.model.config)
     real_intro(d, m, shape)
-    prompt, settings = generation_settings("real_prompt", t("lm.real_default_prompt"), 400,
-                                           t("lm.real_prompt_help", n=real.MAX_PROMPT_TOKENS))
+    prompt, settings = generation_settings(t("lm.real_prompt_help", n=real.MAX_PROMPT_TOKENS), "real_prompt",
+                                           t("lm.real_default_prompt"))
     with st.spinner(t("lm.real_generating", name=d.title)):
         trace, err = ui.safe(cached.real_generation, model_id, prompt, **settings)
     if err is not None:
@@ -481,7 +503,7 @@ def real_step_view(trace, shape) -> None:
         [x.top_labels for x in trace.steps], [real_chosen_at(x) for x in trace.steps], rows, names, trace.keys,
         k - 1, titles=titles, bars_title=t("lm.bars_title"), x_prob=t("lm.probability"), y_token=t("lm.token"),
         model_name=t("lm.model_probs"), sampled_name=t("lm.sampled_probs"), x_key=t("lm.key"), y_head=axis,
-        value_name=t("lm.weight"), play=ui.play_labels()), key="lm.real_generation")
+        value_name=t("lm.weight"), play=ui.play_labels(), slider=n < 2), key="lm.real_generation")
     st.caption(t("lm.gen_play"))
     st.caption(ui.glossed(t("lm.real_sink_note")))
     real_downloads(trace)
@@ -542,23 +564,25 @@ def cache_tab() -> None:
     # T = the tokens the cache holds: the table, the shapes, the bytes and the exactness check are all for this T
     length = ui.slider(t("lm.cache_len"), 2, max_len - 1, "cache_len", min(48, max_len - 1),
                        help=t("lm.cache_len_help"))
-    cache_growth(model, length)
+    shapes, sizes, diff = cached.cache_run(KV_CHOICES[kind] or 4, vocab, max_len, length)
+    cache_growth(model, length, shapes, sizes)
     real_cache_table(model, length)
-    exactness(model, length)
+    exactness(diff, length)
     speed(kind)
 
 
-def cache_growth(model, length: int) -> None:
-    trace = generate(model, [0], length, temperature=0.0)  # step j feeds token j: after T steps the cache holds T
+def cache_growth(model, length: int, shapes: list, sizes: list[int]) -> None:
+    """The real cache after `length` steps (each layer's K shape; V has the same) and its bytes after each step
+    (cached.cache_run), against the formula for MHA, GQA and MQA."""
     rows = [{t("lm.col_layer"): i, t("lm.col_k"): str(shape), t("lm.col_v"): str(shape),
              t("lm.col_bytes"): f"{cache_bytes(model.cfg, shape[2], batch=shape[0], n_layers=1):,}"}
-            for i, shape in enumerate(trace.cache_shapes[-1])]
-    st.markdown(t("lm.cache_table", tokens=length, total=f"{trace.cache_bytes[-1]:,}"))
+            for i, shape in enumerate(shapes)]
+    st.markdown(t("lm.cache_table", tokens=length, total=f"{sizes[-1]:,}"))
     st.dataframe(rows, hide_index=True)
     steps = list(range(1, length + 1))
     series = [(t(f"lm.kv_{k}"), [cache_bytes(replace(model.cfg, n_kv_heads=kv), n) / 1024 for n in steps])
               for k, kv in KV_CHOICES.items()]
-    series.append((t("lm.measured"), [b / 1024 for b in trace.cache_bytes]))
+    series.append((t("lm.measured"), [b / 1024 for b in sizes]))
     ui.plot(figures.lines(steps, series, x_title=t("lm.tokens_cached"), y_title=t("lm.kib"),
                           title=t("lm.growth_title"), markers_only=[t("lm.measured")]), key="lm.growth")
     ui.download(t("lm.download_cache"), columns_csv({"tokens": steps} | dict(series)), "kv_cache_bytes.csv",
@@ -586,17 +610,44 @@ def real_cache_table(model, length: int) -> None:
                          per=f"{2 * full * s.n_kv_heads * s.head_dim * s.bytes_per_value:,}"))
 
 
-def exactness(model, length: int) -> None:
-    ids = list(np.random.default_rng(0).integers(0, model.cfg.vocab, length))
-    diff = cache_difference(model, [int(i) for i in ids])
+def exactness(diff: float, length: int) -> None:
     st.markdown(t("lm.exact_explain"))
     (st.success if diff < 1e-4 else st.warning)(t("lm.exact", diff=f"{diff:.2e}", n=length))
 
 
 def speed(kind: str) -> None:
+    """Time per new token with and without the cache: measured on this server in the background (cached.Timings),
+    drawn when ready; a fragment polls while the measurement runs."""
     st.markdown(t("lm.speed_explain"))
-    times = cached.timings(KV_CHOICES[kind] or 4)
-    st.button(t("lm.measure_again"), key="lm.remeasure", on_click=cached.timings.clear, help=t("lm.measure_help"))
+    bench = cached.timings()
+    if not bench.results and not bench.running:
+        bench.start(KV_COUNTS)
+    polling = bench.running
+    st.fragment(speed_chart, run_every=1.0 if polling else None)(kind, polling)
+
+
+KV_COUNTS = tuple(kv or 4 for kv in KV_CHOICES.values())
+
+
+def remeasure() -> None:
+    cached.timings().start(KV_COUNTS)
+
+
+def speed_chart(kind: str, polling: bool) -> None:
+    bench = cached.timings()
+    if polling and not bench.running:
+        st.rerun()  # measured: the whole page once more, so that this fragment stops polling
+    st.button(t("lm.measure_again"), key="lm.remeasure", on_click=remeasure, disabled=bench.running,
+              help=t("lm.measure_help"))
+    times = bench.results.get(KV_CHOICES[kind] or 4)
+    if times is None:
+        st.info(t("lm.measuring"))
+        return
+    if bench.running:
+        st.caption(t("lm.measuring_again"))
+    else:
+        st.caption(t("lm.measured_at", time=time.strftime("%H:%M:%S UTC", time.gmtime(bench.measured_at)),
+                     repeats=cached.TIMING_REPEATS))
     series = [(t("lm.with_cache"), [1000 * x for x in times["cache"]]),
               (t("lm.without_cache"), [1000 * x for x in times["full"]])]
     ui.plot(figures.lines(cached.TIMING_LENGTHS, series, x_title=t("lm.tokens_before"), y_title=t("lm.ms_per_token"),

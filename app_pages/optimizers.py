@@ -19,6 +19,7 @@ ALPHA_CHOICES = [0.5, 0.9, 0.99, 0.999]
 BETA2_CHOICES = [0.9, 0.99, 0.999, 0.9999]
 WD_CHOICES = [0.0, 0.001, 0.01, 0.1]
 ALL = opt.CLASSIC + opt.EXTRAS
+MAX_STEPS = 2000                # the steps box's bound (its help says "1 to 2000"; the engine allows opt.MAX_STEPS)
 
 ui.setup(NS)
 
@@ -63,7 +64,7 @@ def surface_controls():
                    container=c3, help=ui.t("optimizers.start_help"))
     lr = ui.number(ui.t("optimizers.lr"), 0.0, opt.MAX_LR, "lr", float(surface.lr), step=0.001, format="%g",
                    container=c4, help=ui.t("optimizers.lr_help", max=opt.MAX_LR))
-    steps = ui.number(ui.t("optimizers.steps"), 0, 2000, "steps", 300, step=50, container=c5,
+    steps = ui.number(ui.t("optimizers.steps"), 1, MAX_STEPS, "steps", 300, step=50, container=c5,
                       help=ui.t("optimizers.steps_help"))
     return surface, (x0, y0), lr, steps
 
@@ -159,18 +160,29 @@ def show_messages(result: opt.RaceResult, rows: list[opt.RaceRow]) -> None:
                      n=len(opt.LR_GRID)))
 
 
-def results_table(rows: list[opt.RaceRow], tuned: bool) -> pd.DataFrame:
+def results_tables(rows: list[opt.RaceRow], tuned: bool) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """Where each racer ended (learning rate, loss gap, distance), and when (the step it got close, or diverged): two
+    tables of four and three columns, not one of six, so that each fits a phone's width."""
     nm = names()
     fmt = lambda v: "—" if v is None else str(v)      # noqa: E731
     finite = lambda v, text: f"{v:.3e}" if np.isfinite(v) else text      # noqa: E731
+    who = {ui.t("optimizers.col_optimizer"): [nm[r.name] for r in rows]}
     return pd.DataFrame({
-        ui.t("optimizers.col_optimizer"): [nm[r.name] for r in rows],
+        **who,
         ui.t("optimizers.col_lr_tuned") if tuned else ui.t("optimizers.col_lr"): [f"{r.lr:.3g}" for r in rows],
         ui.t("optimizers.col_final_gap"): [finite(r.final_gap, ui.t("optimizers.diverged")) for r in rows],
         ui.t("optimizers.col_distance"): [finite(r.final_distance, "—") for r in rows],
+    }), pd.DataFrame({
+        **who,
         ui.t("optimizers.col_reached"): [fmt(r.reached_at) for r in rows],
         ui.t("optimizers.col_diverged"): [fmt(r.diverged_at) for r in rows],
     })
+
+
+# On a phone the app's tables have columns of equal width and wrap even inside a word: one table of six columns read
+# "Mom/entu/m" and "1.102/e-05" at 390 px. The two tables fit 390 px in a "whole_words" container, whose
+# tables keep their names and numbers whole (app_pages/_ui PAGE_CSS).
+RESULTS_KEY = "whole_words_optimizers"
 
 
 def downloads(result: opt.RaceResult) -> None:
@@ -199,7 +211,9 @@ def race_tab(cfg: opt.RaceConfig, result: opt.RaceResult, surface, labels) -> No
     with c2:
         dist = {tr.name: surface.distance(tr.path) for tr in result.trajectories}
         ui.plot(figures.distance_figure(result.trajectories, nm, dist, labels), key="optimizers.dist_chart")
-    ui.table(results_table(rows, bool(result.tuned)))  # markdown: st.table decodes an Arrow table (25 ms a switch)
+    with st.container(key=RESULTS_KEY):
+        for table in results_tables(rows, bool(result.tuned)):
+            ui.table(table)  # markdown: st.table decodes an Arrow table (25 ms a switch)
     downloads(result)
 
 

@@ -84,9 +84,24 @@ def test_a_rerun_that_names_no_page_asks_for_the_page_of_the_browsers_url(monkey
                                                                                          "language_model")
     assert _reask(monkeypatch, "", "main", "http://localhost:8501/") == (None, "")
     assert _reask(monkeypatch, "", "main", "http://localhost:8501/nope") == (None, "")
+    assert _reask(monkeypatch, "", "main", "http://localhost:8501/attention") == (None, "")  # the default page
     assert _reask(monkeypatch, "", "main", None) == (None, "")
     assert _reask(monkeypatch, "train", "", "http://localhost:8501/train") == (None, "train")
     assert _reask(monkeypatch, "", "a-page-hash", "http://localhost:8501/train") == (None, "")
+
+
+def test_the_default_page_is_asked_for_by_its_name_and_other_pages_are_left_alone(monkeypatch):
+    """/attention opens the default page (served at /, so Streamlit knows no page of that name); unknown names are
+    tested in Chromium (tests/browser/test_addresses.py)."""
+    import streamlit.runtime.scriptrunner as runner
+
+    from app_pages._ui import nav
+    for asked, page_hash, expected in [("attention", "", ("", "")), ("train", "", ("train", "")),
+                                       ("", "", ("", "")), ("attention", "a-hash", ("attention", "a-hash"))]:
+        pages = _Pages(asked, page_hash)
+        monkeypatch.setattr(runner, "get_script_run_ctx", lambda: type("Ctx", (), {"pages_manager": pages})())
+        nav.route_by_name()
+        assert (pages.intended_page_name, pages.intended_page_script_hash) == expected, asked
 
 
 def test_streamlit_still_has_what_reask_lost_page_reads():
@@ -171,3 +186,9 @@ def test_the_model_pickers_lines_are_cached_per_language_and_state():
     assert model_line(PACKAGED, "attention.model_packaged", "en") is en  # the cached line, not a new one
     sized = model_line(PACKAGED, "attention.model_size", "en")
     assert sized != en and "90" in sized
+
+
+def test_the_readme_lists_every_pages_address():
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    for stem, _ in PAGES:
+        assert f"| `/{stem}` |" in readme or f"`/{stem}` |" in readme, stem

@@ -38,3 +38,22 @@ def test_lookup_and_fallbacks():
     assert "ab12cd34" in i18n.t("common.unexpected_error", "zh", error_id="ab12cd34")
     with pytest.raises(KeyError, match="locales"):
         i18n.t("common.no_such_key", "en")
+
+
+def test_a_page_is_called_by_its_sidebar_name_everywhere():
+    """Text that sends the reader to another page names it exactly as the sidebar does (“计算步骤”页, not “机制”页)."""
+    import re
+
+    from viz_core import i18n
+    from app_pages._ui.nav import PAGES
+    names = {lang: {i18n.t(f"common.nav_{stem}", lang) for stem, _ in PAGES} for lang in ("en", "zh")}
+    zh_ref = re.compile(r"“([^”]{1,10})”页|（([^（）]{1,8})页）")  # not “生成”标签页: a tab, not a page
+    en_ref = re.compile(r"\b(?:the|on|in|to) ([A-Z][a-z]+(?: [a-z]+)?) page\b")
+    wrong = []
+    for ns in i18n.namespaces():
+        for key, entry in i18n.namespace(ns).items():
+            wrong += [f"{ns}.{key}: {m.group(0)}" for m in zh_ref.finditer(entry.get("zh", ""))
+                      if next(g for g in m.groups() if g) not in names["zh"] and "标签" not in m.group(0)]
+            wrong += [f"{ns}.{key}: {m.group(0)}" for m in en_ref.finditer(entry.get("en", ""))
+                      if m.group(1) not in names["en"]]
+    assert wrong == []

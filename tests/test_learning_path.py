@@ -75,6 +75,8 @@ def test_scaling_kv_cache_order_waves_norms():
     ln = path.answer_layernorm()
     ref = F.layer_norm(torch.tensor([1.0, 2, 3, 4], dtype=torch.float64), (4,))
     assert ln.correct == "zero_one" and ln.values["y"] == ", ".join(f"{v:.3f}" for v in ref.tolist())
+    assert float(ln.values["std"]) == pytest.approx(float(ref.std(unbiased=False)), abs=5e-8)
+    assert float(ln.values["std"]) < 1  # shown with the digits that show it is below 1 (0.9999960, not 1.0000)
     r = path.answer_residual(depth=12)
     assert r.correct == "larger" and float(r.values["post"]) == pytest.approx(1.0, abs=1e-3)
 
@@ -173,3 +175,35 @@ def test_real_variants_have_links_and_words():
         for lang in ("en", "zh"):
             for key in ("text", "answer", "why", "link", "fig"):
                 assert i18n.t(f"start.{step_id}_{key}_real", lang)
+
+
+def test_the_first_prediction_is_the_one_that_counts():
+    """A change made after the answer was shown never replaces the first prediction (the score could be
+    gamed by switching to the answer)."""
+    assert path.counted(None, "south") == "south"        # the first choice: it counts
+    assert path.counted("south", "self") == "south"      # changed after the answer: the first still counts
+    assert path.counted("south", None) is None           # no prediction now (cleared): nothing counts
+    assert path.counted(None, None) is None
+    first = {"qk": "south", "softmax": "p67", "mix": None, "causal": "below"}
+    correct = {"qk": "self", "softmax": "p67", "mix": "o6", "causal": None}  # causal: its answer could not be computed
+    assert path.score(first, correct) == (1, 3)
+    assert path.score({}, correct) == (0, 0)
+
+
+def test_step_one_gives_the_numbers_it_asks_about():
+    """Step 1 asks which key the query of 哈基咪 weighs most: it shows that query and the three keys (the notes'
+    x W_Q, x W_K), and those numbers, as shown, point to the app's answer."""
+    from viz_core import mechanics as mech
+    given = path.GIVENS["qk"]()
+    assert set(given) == {"q", "k1", "k2", "k3"}
+    x = torch.tensor(mech.WORKED_X, dtype=torch.float64)
+    q, k = x @ torch.tensor(mech.WORKED_WQ), x @ torch.tensor(mech.WORKED_WK)  # (3, 2) each
+    shown = {name: np.array([float(v) for v in given[name].split(", ")]) for name in given}
+    np.testing.assert_allclose(shown["q"], q[0].numpy(), rtol=5e-3)
+    for j in range(3):
+        np.testing.assert_allclose(shown[f"k{j + 1}"], k[j].numpy(), rtol=5e-3)
+    scores = [shown["q"] @ shown[f"k{j + 1}"] for j in range(3)]
+    assert path.step("qk").options[int(np.argmax(scores))] == path.answer_qk().correct
+    for lang in ("en", "zh"):
+        text = i18n.t("start.qk_given", lang, **given)
+        assert all(v in text for v in given.values())

@@ -31,6 +31,9 @@ def test_every_view_in_chinese(view):
     assert widget(at, "selectbox", "attention.layer").value == 2 and widget(at, "selectbox", "attention.head").value == 5
     if view in ("grid", "aggregate", "stats"):
         assert len(_plots(at)) == 1
+    if view == "grid":  # its colour bar says what the colours are
+        heat = next(tr for tr in chart_spec(_plots(at)[0])["data"] if tr["type"] == "heatmap")
+        assert heat["colorbar"]["title"]["text"] == "权重"
     if view == "export":
         assert len(at.get("download_button")) == 2
     if view == "lines":
@@ -127,6 +130,22 @@ def test_few_unknown_tokens_are_only_a_note():
     at = run_page("attention", {"lang": "en", "text": "The cat sat on the mat 🙂 today."})
     assert_clean(at)
     assert not at.warning and at.info and "1 of 9 tokens" in at.info[0].value
+
+
+@pytest.mark.parametrize("lang", ["en", "zh"])
+def test_the_unknown_token_note_names_the_real_cause(lang):
+    """A 270-letter English word is [UNK] because of the tokenizer's cap per word, an emoji because the vocabulary
+    has no entry for it: neither is a language the model never read."""
+    from viz_core.i18n import t
+    at = run_page("attention", {"lang": lang, "text": "I love " + "a" * 270 + " and 🦓 so much."})
+    assert_clean(at)
+    note = " ".join(x.value for x in [*at.info, *at.warning])
+    assert "2" in note and "100" in note and "🦓" in note
+    cut = {"en": "longer than 100 characters", "zh": "超过 100 个字符"}[lang]
+    assert cut in note
+    assert {"en": "never read this language", "zh": "没读过这种语言"}[lang] not in note
+    assert {"en": "never read this language", "zh": "没读过这种语言"}[lang] in t("attention.unk_cause_script", lang)
+    assert "bert-base-chinese" not in note  # no other language's model is offered for a long word or an emoji
 
 
 def test_free_id_box_when_the_operator_allows_any_id(monkeypatch):

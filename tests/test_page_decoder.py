@@ -171,6 +171,11 @@ def test_sinks_of_the_default_encoder_count_its_special_tokens():
     r = load_default().attention("a dog runs home")
     shares = sink_shares(r.weights, r.special)
     np.testing.assert_allclose(_z(figures(at)[0]), shares.special, atol=1e-6)
+    # the rule is stated truly for an encoder: query 0 sees every key, and what counting it would change is shown
+    every = r.weights[..., 0].mean(-1)  # (L, H) over queries 0..N-1
+    rule = next(c.value for c in at.caption if "Query 0 is left out" in c.value)
+    assert "sees every key" in rule and f"{np.abs(every - shares.first).max():.3f}" in rule
+    assert "can see only token 0" not in " ".join(m.value for m in [*at.markdown, *at.caption])
 
 
 def test_head_view_can_leave_the_first_token_out_of_the_colour_scale():

@@ -60,7 +60,11 @@ def test_the_heads_form_when_played(lang):
     lm = load_lm(shipped_path("lm_induction"))
     snaps = lm.snapshots
     fig = next(f for f in figures(at) if f.get("frames"))
-    assert len(fig["frames"]) == len(snaps) and fig["layout"]["sliders"][0]["active"] == 3
+    assert len(fig["frames"]) == len(snaps)
+    # one slider of the snapshots, the page's: the figure has none of its own, and its title names the one shown
+    assert not fig["layout"].get("sliders") and widget(at, "slider", "language_model.snap").value == 3
+    assert fig["layout"]["title"]["text"].endswith(f": {snaps[3].step}")
+    assert [f["layout"]["title"]["text"].split(": ")[-1] for f in fig["frames"]] == [str(s.step) for s in snaps]
     final = snaps[-1]
     prev = np.unravel_index(np.argmax(final.prev), final.prev.shape)
     ind = np.unravel_index(np.argmax(final.induction), final.induction.shape)
@@ -81,6 +85,9 @@ def test_your_sequence_tab_draws_the_typed_tokens():
     assert attention["layout"]["xaxis"]["ticktext"] == [f"{i}:{tok}" for i, tok in enumerate("5 9 2 7 5 9 2 7".split())]
     assert "a segment of 4 tokens typed twice" in texts(at.caption)  # the standard rule, offset -(L - 1) = -3
     assert "A[i, i − 3]" in texts(at.caption)
+    assert "the rule for any other text would give" in texts(at.caption)  # where the two rules meet: both shown
+    assert "TransformerLens" in texts(at.caption) and "divided by all 8 rows rather than the 4 counted" in \
+        texts(at.caption)
     best = [m.value for m in at.markdown if "Best induction head" in m.value]
     assert best and float(best[0].split("score **")[1].rstrip("*.")) >= 0.5
 
@@ -130,7 +137,8 @@ def test_generate_tab_draws_each_step(lang):
     assert_clean(at)
     assert ("step 5" if lang == "en" else "第 5 步") in figure_text(at)
     fig = next(f for f in figures(at) if f.get("frames"))  # issue #24: every step is a frame, played in the browser
-    assert len(fig["frames"]) == 12 and fig["layout"]["sliders"][0]["active"] == 4
+    assert len(fig["frames"]) == 12 and not fig["layout"].get("sliders")  # the page's slider is the one
+    assert fig["layout"]["title"]["text"].endswith(": 5")
     assert ("step 5" if lang == "en" else "第 5 步") in fig["layout"]["annotations"][0]["text"]
     lm = load_lm(shipped_path("lm_chars"))
     trace = generate(lm.model, lm.encode("The cat "), 12, temperature=0.0, top_p=0.95,
@@ -215,10 +223,24 @@ def test_bad_sequence_shows_an_error_not_an_exception(lang, text, words):
 
 def test_any_prompt_is_taken_and_unknown_characters_are_named():
     at = open_lm({"lang": "en", "tab": "generate"})
-    at.text_input(key="language_model.prompt").set_value("Zebra 🦓").run()
+    at.text_area(key="language_model.prompt").set_value("Zebra 🦓").run()
     assert_clean(at)
     assert not at.error and at.code[0].value.startswith("Zebra \ufffd")
     assert "🦓" in texts(at.info)
+
+
+def test_a_prompt_of_several_paragraphs_is_taken_and_the_page_says_what_the_model_reads():
+    from viz_core.lm.generate import PROMPT_MAX_CHARS
+    paragraph = "The cat sat on the mat and looked at the door. " * 8  # 376 characters
+    at = open_lm({"lang": "en", "tab": "generate"})
+    at.text_area(key="language_model.prompt").set_value(paragraph).run()
+    assert_clean(at)
+    assert not at.error and at.code[0].value.startswith(paragraph[-88:])  # 128 positions - 40 new characters
+    assert "has 376 characters" in texts(at.info) and "reads the last 88 characters" in texts(at.info)
+    huge = "a" * (PROMPT_MAX_CHARS + 10)
+    at.text_area(key="language_model.prompt").set_value(huge).run()
+    assert_clean(at)
+    assert not at.error and f"has {PROMPT_MAX_CHARS + 10:,} characters" in texts(at.info)
 
 
 # ---------------------------------------------------------------- a real decoder in the generate tab
@@ -252,7 +274,8 @@ def test_gemma_continues_a_chinese_prompt_step_by_step(lang, licence, rows):
     at.slider(key="language_model.gen_step").set_value(3).run(timeout=TIMEOUT)
     assert_clean(at)
     fig = next(f for f in figures(at) if f.get("frames"))
-    assert len(fig["frames"]) == len(trace.steps) and fig["layout"]["sliders"][0]["active"] == 2
+    assert len(fig["frames"]) == len(trace.steps) and not fig["layout"].get("sliders")
+    assert fig["layout"]["title"]["text"].endswith(": 3")
     assert fig["layout"]["yaxis2"]["title"]["text"] == rows
     for k, frame in enumerate(fig["frames"]):
         z = plotly_array(frame["data"][2]["z"])  # (L, T_max): each layer's mean over its heads, later keys empty
@@ -285,9 +308,41 @@ def test_a_blank_prompt_for_the_real_model_says_what_to_do():
     from viz_core.pretrained import packaged
     _installed(packaged.SMOLLM2)
     at = open_lm({"lang": "zh", "tab": "generate", "gen_model": "smollm2-135m", "n_new": "3"})
-    at.text_input(key="language_model.real_prompt").set_value("   ").run(timeout=TIMEOUT)
+    at.text_area(key="language_model.real_prompt").set_value("   ").run(timeout=TIMEOUT)
     assert_clean(at)
     assert "提示词是空的" in texts(at.error)
+
+
+def test_the_time_per_token_is_measured_in_the_background_and_a_variant_switch_runs_no_model(monkeypatch):
+    """The timing chart is a live measurement of the server, taken in a thread of its own and labelled so; switching
+    between MHA, GQA and MQA then redraws from what is cached: no timing, no generation, no recomputation."""
+    import time
+
+    from app_pages._ui import language_model as cached
+    from viz_core.lm import generate as gen
+    cached.timings.clear()
+    cached.cache_run.clear()
+    at = open_lm({"lang": "en", "tab": "cache", "cache_len": "20"})
+    assert_clean(at)
+    bench = cached.timings()
+    assert bench.running or bench.results  # started by the first visit, not measured in its script run
+    deadline = time.monotonic() + 120
+    while bench.running and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert set(bench.results) == {4, 2, 1}
+    at.run()
+    for kind in ("gqa", "mqa", "mha"):  # each variant's cache run once
+        widget(at, "radio", "language_model.cache_kv").set_value(kind).run()
+    assert "A live measurement of this server" in texts(at.caption)
+    calls = []
+    for name in ("time_per_token", "cache_difference", "generate"):
+        real = getattr(cached, name)
+        monkeypatch.setattr(cached, name, lambda *a, _r=real, _n=name, **k: calls.append(_n) or _r(*a, **k))
+    monkeypatch.setattr(gen, "time_per_token", lambda *a, **k: calls.append("time_per_token"))
+    for kind in ("gqa", "mqa", "mha"):
+        widget(at, "radio", "language_model.cache_kv").set_value(kind).run()
+        assert_clean(at)
+    assert calls == []
 
 
 def test_cache_tab_lists_the_real_models_next_to_ours():

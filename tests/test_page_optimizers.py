@@ -28,6 +28,9 @@ def test_english_race_inside_and_schedules():
     table = md_tables(at)[0]
     assert list(table["optimizer"]) == ["SGD", "Momentum", "AdaGrad", "RMSProp", "Adam"]
     assert table.loc[table["optimizer"] == "Adam", "final loss − minimum"].astype(float).iloc[0] < 1e-6
+    when = md_tables(at)[1]  # (two tables of 4 and 3 columns, not one of 6: each fits a phone)
+    assert list(when.columns) == ["optimizer", "step reaching loss − min < 0.001", "diverged at step"]
+    assert list(when["optimizer"]) == list(table["optimizer"]) and set(when["diverged at step"]) == {"—"}
     assert not at.error and not at.warning
     for tab, count in (("inside", 2), ("schedules", 2)):   # step sizes + state; schedules + the paper's
         at = run_page("optimizers", {"lang": "en", "tab": tab})
@@ -109,7 +112,7 @@ def test_click_on_the_contour_sets_the_start():
 
 @pytest.mark.parametrize("kind, key, value, expected", [
     ("number_input", "optimizers.lr", 0.0, "learning rate must be a positive number"),
-    ("number_input", "optimizers.steps", 0, "number of steps must be between 1"),
+    ("number_input", "optimizers.steps", 0, "Steps must be between 1 and 2000 (you typed 0)"),
 ])
 def test_bad_input_shows_a_message(kind, key, value, expected):
     at = run_page("optimizers", {"lang": "en"})
@@ -119,6 +122,43 @@ def test_bad_input_shows_a_message(kind, key, value, expected):
     at.session_state["optimizers.tab.en"] = "Learning-rate schedules"
     at.run()
     assert len(charts(at)) == 2          # the schedules tab still works
+
+
+STEPS = "optimizers.steps"
+
+
+@pytest.mark.parametrize("lang, message", [
+    ("en", "Steps must be between 1 and 2000 (you typed 100000); it stays at 300."),
+    ("zh", "步数必须在 1 到 2000 之间（你输入的是 100000），仍保持为 300。"),
+])
+def test_steps_out_of_range_are_named_as_typed(lang, message):
+    """100000 typed after an earlier refused 0 gave "(got 0)", a value of the earlier entry (the
+    browser never sent 100000). The message names what was typed and the range, in the page's language; the box
+    goes back to the steps in use and the race still runs."""
+    at = run_page("optimizers", {"lang": lang})
+    at.number_input(key=STEPS).set_value(0).run()
+    at.number_input(key=STEPS).set_value(100000).run()
+    assert_clean(at)
+    assert [e.value for e in at.error] == [message]
+    assert at.number_input(key=STEPS).value == 300
+    assert len(md_tables(at)[0]) == 5 and "steps" not in at.query_params  # the race of 300 steps, as before
+
+
+def test_the_steps_box_refuses_0():
+    """A race needs at least one step, so the box's minimum is 1 (it took 0, and the page then showed
+    no race). 0 typed, or in a link, leaves the steps as they were; 1 is taken."""
+    at = run_page("optimizers", {"lang": "en", "steps": "40"})
+    at.number_input(key=STEPS).set_value(0).run()
+    assert_clean(at)
+    assert at.number_input(key=STEPS).value == 40
+    assert [e.value for e in at.error] == ["Steps must be between 1 and 2000 (you typed 0); it stays at 40."]
+    assert len(md_tables(at)[0]) == 5 and at.query_params["steps"] in ("40", ["40"])
+    at.number_input(key=STEPS).set_value(1).run()
+    assert_clean(at)
+    assert at.number_input(key=STEPS).value == 1 and not at.error and len(md_tables(at)[0]) == 5
+    link = run_page("optimizers", {"lang": "en", "steps": "0"})
+    assert_clean(link)
+    assert link.number_input(key=STEPS).value == 300 and not link.error  # a bad address falls back to the default
 
 
 def test_the_racers_are_one_row_of_pills_that_the_address_holds():

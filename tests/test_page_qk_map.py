@@ -45,9 +45,21 @@ def test_points_are_the_projection_of_the_models_queries_and_keys(nb, lang):
     kept = proj.kept * 100
     words = "of the variance" if lang == "en" else "的方差"
     line = next(c.value for c in at.caption if words in c.value)
-    assert f"{kept[0]:.0f}" in line and f"{kept.sum():.0f}" in line and str(2 * len(points.tokens)) in line
-    left = "Chinese sentences are left out" if lang == "en" else "个中文句子未纳入"
+    assert f"{kept[:2].sum():.0f}" in line and str(2 * len(points.tokens)) in line
+    import re
+    a, b, total = (int(x) for x in re.findall(r"(\d+) ?%", line)[:3])
+    assert a + b == total and abs(a - kept[0]) < 1 and abs(b - kept[1]) < 1  # the shown parts add up
+    n_zh = len(qk_map.bundled_sentences()["zh"])
+    kept_zh = sum(text in qk_map.bundled_sentences()["zh"] for text in points.texts)
+    left = (f"{n_zh - kept_zh} of the {n_zh} Chinese sentences are left out (the map keeps {kept_zh})" if lang == "en"
+            else f"{n_zh} 个中文句子中有 {n_zh - kept_zh} 个未纳入（地图保留 {kept_zh} 个）")
     assert any(left in c.value for c in at.caption)  # MiniLM reads most Chinese characters as [UNK]
+    # how often near means heavy for this head, computed here from the same queries and keys
+    near = qk_map.closeness(points.q[0, 0], points.k[0, 0], points.sentence)
+    line = next(c.value for c in at.caption if ("nearest key is the heaviest" in c.value or "最近的键" in c.value))
+    assert f"{near.hit * 100:.0f}" in line and f"{near.chance * 100:.0f}" in line and str(near.n) in line
+    claim = "a query lands near the keys it gives the most weight" if lang == "en" else "查询会落在它分配权重最多的那些键附近"
+    assert claim not in " ".join(m.value for m in at.markdown)
     assert len(at.get("download_button")) == 1
 
 

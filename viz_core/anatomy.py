@@ -15,6 +15,7 @@ from torch import nn
 from .blocks import EncoderBlock, xavier_init_
 from .errors import InputError
 from .masks import causal_mask
+from .seeding import seeded
 from .threads import thread_budget
 
 # ================================================================ toy tokenizer
@@ -102,12 +103,12 @@ class TinyLM(nn.Module):
     def __init__(self, cfg: TinyLMConfig):
         super().__init__()
         _check_lm(cfg)
-        torch.manual_seed(cfg.seed)
         self.cfg = cfg
-        self.embed = nn.Embedding(cfg.vocab_size, cfg.d_model)
-        nn.init.normal_(self.embed.weight, std=cfg.d_model ** -0.5)
-        self.blocks = nn.ModuleList(xavier_init_(EncoderBlock(cfg.d_model, cfg.n_heads))
-                                    for _ in range(cfg.n_layers))
+        with seeded(cfg.seed):
+            self.embed = nn.Embedding(cfg.vocab_size, cfg.d_model)
+            nn.init.normal_(self.embed.weight, std=cfg.d_model ** -0.5)
+            self.blocks = nn.ModuleList(xavier_init_(EncoderBlock(cfg.d_model, cfg.n_heads))
+                                        for _ in range(cfg.n_layers))
         self.eval()
 
     @torch.inference_mode()

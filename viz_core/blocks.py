@@ -15,6 +15,7 @@ from torch import nn
 
 from .attention import MultiHeadAttention
 from .errors import InputError
+from .seeding import seeded
 from .threads import thread_budget
 
 
@@ -363,11 +364,11 @@ def norm_placement_at_init(depth: int, d_model: int = 32, n_heads: int = 4, seq_
 
 def _pre_and_post(depth, d_model, n_heads, seq_len, batch, n_classes, seed) -> dict:
     """The same Xavier-initialised weights, input and targets, wired first pre-norm, then post-norm."""
-    torch.manual_seed(seed)
-    stack = nn.ModuleList(xavier_init_(EncoderBlock(d_model, n_heads)) for _ in range(depth))
-    readout = nn.Linear(d_model, n_classes)
-    x = torch.randn(batch, seq_len, d_model)                                  # (B, N, D)
-    targets = torch.randint(n_classes, (batch, seq_len))                      # (B, N)
+    with seeded(seed):
+        stack = nn.ModuleList(xavier_init_(EncoderBlock(d_model, n_heads)) for _ in range(depth))
+        readout = nn.Linear(d_model, n_classes)
+        x = torch.randn(batch, seq_len, d_model)                              # (B, N, D)
+        targets = torch.randint(n_classes, (batch, seq_len))                  # (B, N)
     return {name: _grads_and_acts(stack, readout, x, targets, first) for name, first in (("pre", True),
                                                                                          ("post", False))}
 
@@ -395,9 +396,9 @@ def ffn_demo(d_model: int, mult: int = 4, activation: str = "relu", n_tokens: in
     position-wise check: running the whole sequence equals running each token alone (max difference)."""
     if d_model < 1 or mult < 1:
         raise InputError("anatomy.bad_ffn", "d_model and the d_ff multiplier must be at least 1")
-    torch.manual_seed(seed)
-    ffn = xavier_init_(FeedForward(d_model, mult * d_model, activation)).double().eval()
-    x = torch.randn(n_tokens, d_model, dtype=torch.float64)                   # (N, D)
+    with seeded(seed):
+        ffn = xavier_init_(FeedForward(d_model, mult * d_model, activation)).double().eval()
+        x = torch.randn(n_tokens, d_model, dtype=torch.float64)               # (N, D)
     with torch.no_grad():
         h, y = ffn.hidden(x), ffn(x)                                          # (N, d_ff), (N, D)
         one_by_one = torch.stack([ffn(x[i]) for i in range(n_tokens)])        # (N, D)
@@ -439,8 +440,8 @@ def dropout_statistics(p: float, n_draws: int = 2000, size: int = 256, seed: int
     g = torch.Generator().manual_seed(seed)
     x = torch.ones(n_draws, size)                                             # (draws, size)
     ours, keep = dropout(x, p, True, generator=g)
-    torch.manual_seed(seed)
-    ref = nn.Dropout(p).train()(x)                                            # (draws, size)
+    with seeded(seed):
+        ref = nn.Dropout(p).train()(x)                                        # (draws, size)
     return {"ours_keep": keep.double().mean(1).numpy(), "ours_mean": ours.double().mean(1).numpy(),
             "torch_keep": (ref != 0).double().mean(1).numpy(), "torch_mean": ref.double().mean(1).numpy(),
             "step": np.array(1.0 / (size * (1.0 - p)))}

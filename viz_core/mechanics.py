@@ -17,6 +17,7 @@ import torch
 from .attention import (AdditiveAttention, MultiHeadAttention, additive_scores, attention_scores, masked_softmax,
                         scaled_dot_product_attention)
 from .errors import InputError
+from .seeding import seeded, unseeded
 from .masks import (causal_mask, combine_masks, cross_padding_mask, fully_blocked_rows, padding_mask,
                     sliding_window_mask)
 
@@ -186,8 +187,9 @@ def shape_walkthrough(b: int, n: int, d_model: int, n_heads: int, seed: int = 0)
     """Run one multi-head self-attention on real tensors and record every shape change:
     (B, N, d_model) -> (B, H, N, d_k) -> (B, H, N, N) -> (B, N, d_model)."""
     check_heads(d_model, n_heads)
-    torch.manual_seed(seed)
-    mha = MultiHeadAttention(d_model, n_heads).eval()
+    with seeded(seed):
+        mha = MultiHeadAttention(d_model, n_heads).eval()
+        x = torch.randn(b, n, d_model)  # (B, N, d_model)
     d_k = d_model // n_heads
     steps: list[ShapeStep] = []
 
@@ -196,7 +198,7 @@ def shape_walkthrough(b: int, n: int, d_model: int, n_heads: int, seed: int = 0)
         return t
 
     with torch.inference_mode():
-        x = rec("x", torch.randn(b, n, d_model), "input")  # (B, N, d_model)
+        x = rec("x", x, "input")  # (B, N, d_model)
         q = rec("q = q_proj(x)", mha.q_proj(x), "proj")  # (B, N, H*d_k)
         q = rec(f"q = q.view({b}, {n}, {n_heads}, {d_k})", q.view(b, n, n_heads, d_k), "view_split")
         q = rec("q = q.transpose(1, 2)", q.transpose(1, 2), "transpose_heads")  # (B, H, N, d_k)
@@ -398,7 +400,8 @@ def pooled_variant(mha: MultiHeadAttention, n_kv_heads: int) -> MultiHeadAttenti
     """GQA / MQA from an MHA by mean-pooling the K and V projection heads of each group (Ainslie et al. 2023, 2.1).
     Q and output projections are copied, so the variants differ only in how many K/V heads they keep."""
     check_heads(mha.d_model, mha.n_heads, n_kv_heads)
-    new = MultiHeadAttention(mha.d_model, mha.n_heads, n_kv_heads).eval()
+    with unseeded():  # its initial weights are overwritten below
+        new = MultiHeadAttention(mha.d_model, mha.n_heads, n_kv_heads).eval()
     g, d_k = mha.n_heads // n_kv_heads, mha.d_k
     with torch.no_grad():
         new.q_proj.weight.copy_(mha.q_proj.weight)
@@ -426,9 +429,9 @@ def compare_variants(d_model: int, n_heads: int, n_kv_heads: int, n_tokens: int,
     check_heads(d_model, n_heads, n_kv_heads)
     if n_tokens < 1:
         raise InputError("mechanics.zero_length", "a sequence needs at least one token")
-    torch.manual_seed(seed)
-    mha = MultiHeadAttention(d_model, n_heads).eval()
-    x = torch.randn(1, n_tokens, d_model)  # (1, N, d_model)
+    with seeded(seed):
+        mha = MultiHeadAttention(d_model, n_heads).eval()
+        x = torch.randn(1, n_tokens, d_model)  # (1, N, d_model)
     kvs = [n_heads, n_kv_heads, 1]
     outs, ws, params = [], [], []
     with torch.inference_mode():
@@ -448,11 +451,11 @@ def equivalence_check(d_model: int, n_heads: int, n_tokens: int = 5, seed: int =
     """Max |difference| between GQA(kv = H) and torch.nn.MultiheadAttention with the same weights (MHA), and
     between GQA(kv = 1) and a hand-written MQA that broadcasts one K/V head over all query heads."""
     check_heads(d_model, n_heads)
-    torch.manual_seed(seed)
-    x = torch.randn(2, n_tokens, d_model)  # (B, N, d_model)
-    gqa_h = MultiHeadAttention(d_model, n_heads, n_kv_heads=n_heads).eval()
-    ref = torch.nn.MultiheadAttention(d_model, n_heads, bias=False, batch_first=True).eval()
-    gqa_1 = MultiHeadAttention(d_model, n_heads, n_kv_heads=1).eval()
+    with seeded(seed):
+        x = torch.randn(2, n_tokens, d_model)  # (B, N, d_model)
+        gqa_h = MultiHeadAttention(d_model, n_heads, n_kv_heads=n_heads).eval()
+        ref = torch.nn.MultiheadAttention(d_model, n_heads, bias=False, batch_first=True).eval()
+        gqa_1 = MultiHeadAttention(d_model, n_heads, n_kv_heads=1).eval()
     with torch.inference_mode():
         ref.in_proj_weight.copy_(torch.cat([gqa_h.q_proj.weight, gqa_h.k_proj.weight, gqa_h.v_proj.weight]))
         ref.out_proj.weight.copy_(gqa_h.o_proj.weight)
@@ -639,8 +642,8 @@ def cross_attention(q_tokens: list[str], k_tokens: list[str], d_model: int = 8, 
     check_heads(d_model, n_heads)
     if not q_tokens or not k_tokens:
         raise InputError("mechanics.zero_length", "a sequence needs at least one token")
-    torch.manual_seed(seed)
-    mha = MultiHeadAttention(d_model, n_heads).eval()
+    with seeded(seed):
+        mha = MultiHeadAttention(d_model, n_heads).eval()
     x_q = torch.as_tensor(embed_tokens(q_tokens, d_model, 1), dtype=torch.float32)[None]  # (1, Nq, d_model)
     x_kv = torch.as_tensor(embed_tokens(k_tokens, d_model, 2), dtype=torch.float32)[None]  # (1, Nk, d_model)
     mask = None if not k_is_pad or not any(k_is_pad) else padding_mask(torch.tensor([k_is_pad]))  # (1, 1, 1, Nk)
@@ -668,8 +671,8 @@ def additive_vs_dot(q: np.ndarray, k: np.ndarray, v: np.ndarray, d_hidden: int =
     if d_hidden < 1:
         raise InputError("mechanics.zero_length", "every size must be at least 1")
     q, k, v = (torch.as_tensor(np.asarray(a, dtype=np.float64)) for a in (q, k, v))
-    torch.manual_seed(seed)
-    add = AdditiveAttention(q.shape[-1], k.shape[-1], d_hidden).double().eval()
+    with seeded(seed):
+        add = AdditiveAttention(q.shape[-1], k.shape[-1], d_hidden).double().eval()
     with torch.inference_mode():
         _, add_w = add(q, k, v)  # (Nq, Nk)
         add_s = additive_scores(q, k, add.w_q.weight, add.w_k.weight, add.v_a.weight[0])  # (Nq, Nk)

@@ -19,6 +19,7 @@ import torch.nn.functional as F
 
 from .attention import scaled_dot_product_attention
 from .errors import InputError
+from .seeding import seeded
 from .threads import thread_budget
 
 DK_GRID = tuple(2 ** i for i in range(13))  # the d_k values the page sweeps: 1, 2, 4, ..., 4096
@@ -408,8 +409,7 @@ def _evaluate(model: LookupAttention, batch) -> tuple[float, float]:
 def train_run(cfg: ExperimentConfig, scale: bool, max_seconds: float | None = None) -> RunResult:
     """Train LookupAttention with Adam for cfg.steps (or until max_seconds), seeded: same cfg, same result."""
     check_experiment(cfg)
-    with torch.random.fork_rng(devices=[]):
-        torch.manual_seed(cfg.seed)
+    with seeded(cfg.seed):
         model = LookupAttention(cfg, scale)                               # same initial weights for both runs
     data = torch.Generator().manual_seed(cfg.seed + 1)
     held_out = lookup_batch(cfg, torch.Generator().manual_seed(cfg.seed + 2), batch=1024)

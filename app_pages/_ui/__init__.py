@@ -284,17 +284,32 @@ def _on_step(value, min_value, step) -> bool:
 
 
 def number(label: str, min_value, max_value, param: str, default, step=None, container=st, **kw):
-    """st.number_input whose value holds; bounded by min/max."""
+    """st.number_input whose value holds; bounded by min/max.
+
+    The bounds are checked here, not in the browser: Streamlit's own check there keeps a number out of range from
+    ever reaching the script (the page went on with, and its messages named, an earlier value) and explains only in
+    English. A number typed out of range is refused with a message in the page's language that names it
+    and the range, and the box goes back to the value in use."""
     cast = float if isinstance(default, float) else int
     def valid(v) -> bool:
         return isinstance(v, (int, float)) and min_value <= v <= max_value
 
     if container is HIDDEN:
         return _held(param, default, cast, valid)
+    typed = st.session_state.get(state.widget_key(param))  # what the browser sent, before bind re-seeds the box
+    in_use = state._table(state.STORE, state.page()).get(param)
     key = state.bind(param, default, cast, valid)
-    value = container.number_input(label, min_value, max_value, st.session_state[key], key=key, step=step, **kw)
+    value = container.number_input(label, None, None, st.session_state[key], key=key, step=step, **kw)
+    if isinstance(typed, (int, float)) and not valid(typed) and typed != in_use:  # (not a range another control moved)
+        container.error(t("common.out_of_range", label=label, min=_num(min_value), max=_num(max_value),
+                          value=_num(typed), kept=_num(value)))
     state.commit(param, value, default)
     return value
+
+
+def _num(v) -> str:
+    """A number as a message shows it: as typed, without a float's trailing '.0' or a thousands separator."""
+    return f"{v:.10g}" if isinstance(v, float) else str(v)
 
 
 def checkbox(label: str, param: str, default: bool = False, container=st, toggle: bool = False, **kw) -> bool:
@@ -458,6 +473,14 @@ PAGE_CSS = """
   [data-testid="stMarkdownContainer"] td, [data-testid="stMarkdownContainer"] th,
   [data-testid="stTable"] td *, [data-testid="stTable"] th * { white-space: normal !important;
     overflow-wrap: anywhere !important; word-break: break-word !important; min-width: 0; max-width: 100%; }
+  /* except tables made to fit a phone, in a container keyed "whole_words...": their columns take the widths their
+     names and numbers need (kept whole, a header wraps at its spaces), with less padding (Optimizers' results);
+     one still wider than the screen scrolls in its own box */
+  [class*="st-key-whole_words"] [data-testid="stMarkdownContainer"] { overflow-x: auto; }
+  [class*="st-key-whole_words"] [data-testid="stMarkdownContainer"] table { table-layout: auto; }
+  [class*="st-key-whole_words"] [data-testid="stMarkdownContainer"] :is(th, td) { overflow-wrap: normal !important;
+    word-break: normal !important; padding-left: 0.375rem; padding-right: 0.375rem; }
+  [class*="st-key-whole_words"] [data-testid="stMarkdownContainer"] td { white-space: nowrap !important; }
   [data-testid="stMainBlockContainer"] { padding-left: 0.75rem; padding-right: 0.75rem; }
 }
 </style>

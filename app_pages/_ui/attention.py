@@ -124,3 +124,10 @@ def qk_head(name: str, text: str, langs: tuple[str, ...], layer: int, head: int,
         parts += kept
     points = qk_map.stack(parts)  # q, k (1, 1, N, d_k)
     return points, qk_map.project(points.q[0, 0], points.k[0, 0]), left_out
+
+
+@st.cache_data(show_spinner=False, max_entries=16)
+def qk_closeness(name: str, text: str, langs: tuple[str, ...], layer: int, head: int, unk: str) -> qk_map.Closeness:
+    """How often this head's nearest key is its heaviest, over the map's sentences (qk_map.closeness)."""
+    points, _, _ = qk_head(name, text, langs, layer, head, unk)
+    return qk_map.closeness(points.q[0, 0], points.k[0, 0], points.sentence)

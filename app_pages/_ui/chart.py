@@ -21,7 +21,10 @@ How it works:
 - the width follows the column (a ResizeObserver), the modebar has the PNG button of PLOTLY_CONFIG;
 - a chart drawn with `on_select` reports a click on a point as st.plotly_chart's selection does
   (`st.session_state[key].selection["points"]`, each with curve_number, point_index, x, y), as a trigger: every click
-  reruns the page once, the same point clicked twice included.
+  reruns the page once, the same point clicked twice included. A map of tiles (a trace whose `meta` is
+  viz_core.plots.common.tiles(): the layer x head maps, the ranking's bars) reports the point whose tile is under the
+  pointer or finger, found from the axes where it was pressed (pointer events: mouse, pen and touch alike), not by
+  plotly's hit test on its invisible px-sized markers, which overlapped on a phone.
 
 Where the static folder cannot be written (a read-only checkout) every chart is drawn by st.plotly_chart: `available()`
 says which.
@@ -158,6 +161,57 @@ function point(p) {  // a clicked point as st.plotly_chart reports it (the field
   if (p.customdata !== undefined) out.customdata = p.customdata;
   return out;
 }
+// A map whose points own tiles (a trace with meta.tiles, viz_core.plots.common.tiles): a click or tap reports the
+// point whose tile holds it, found here from the axes (each point owns the cell up to halfway to its neighbours along
+// meta.tiles, "xy" or "y": the nearest centre). Exact at any width; plotly's hit test on px-sized invisible markers
+// was not (they overlapped on a phone).
+const plain = (v) => (ArrayBuffer.isView(v) ? Array.from(v) : v);
+function tiled(gd) { return (gd.data || []).some((t) => t.meta && t.meta.tiles); }
+function tileAt(gd, e) {
+  const L = gd._fullLayout, svg = gd.querySelector(".main-svg");
+  if (!L || !svg) return null;
+  const box = svg.getBoundingClientRect();
+  for (let i = 0; i < gd.data.length; i++) {
+    const how = gd.data[i].meta && gd.data[i].meta.tiles, t = gd._fullData[i];
+    if (!how || !t || t.visible !== true) continue;
+    const xa = L["xaxis" + t.xaxis.slice(1)], ya = L["yaxis" + t.yaxis.slice(1)];
+    const px = e.clientX - box.left - xa._offset, py = e.clientY - box.top - ya._offset;
+    if (px < 0 || px > xa._length || py < 0 || py > ya._length) continue;  // off the plot: no tile
+    const xs = t.x || [], ys = t.y || [], n = Math.max(xs.length, ys.length);
+    const X = how.includes("x"), Y = how.includes("y");
+    let best = -1, bestD = Infinity;
+    for (let j = 0; j < n; j++) {
+      const dx = X ? xa.c2p(xa.d2c(xs[j])) - px : 0, dy = Y ? ya.c2p(ya.d2c(ys[j])) - py : 0;
+      const d = dx * dx + dy * dy;
+      if (d < bestD) { bestD = d; best = j; }
+    }
+    if (best < 0) continue;
+    const out = { curve_number: i, point_number: best, point_index: best, x: plain(xs[best]), y: plain(ys[best]) };
+    if (t.customdata && t.customdata[best] !== undefined) out.customdata = plain(t.customdata[best]);
+    return out;
+  }
+  return null;
+}
+function listenTaps(gd) {  // once per chart: a press and a release in place (mouse, pen or finger) on the plot
+  if (gd.__aeTaps) return;
+  gd.__aeTaps = true;
+  gd.addEventListener("pointerdown", (e) => {
+    if (!e.isPrimary || e.button !== 0) return;
+    if (e.target.closest && e.target.closest(".modebar-container, .legend, .colorbar")) return;
+    const d = { id: e.pointerId, x: e.clientX, y: e.clientY };
+    // the release is heard on the window: plotly lays a cover over the page while a mouse button is down
+    const up = (u) => {
+      if (u.pointerId !== d.id) return;
+      removeEventListener("pointerup", up, true);
+      removeEventListener("pointercancel", up, true);  // (the finger scrolled the page: no tap)
+      if (u.type !== "pointerup" || Math.hypot(u.clientX - d.x, u.clientY - d.y) > 10 || !gd.__aeReport) return;
+      const p = tileAt(gd, { clientX: d.x, clientY: d.y });  // where the finger landed
+      if (p) gd.__aeReport(p);
+    };
+    addEventListener("pointerup", up, true);
+    addEventListener("pointercancel", up, true);
+  });
+}
 export default function ({ data, parentElement, setTriggerValue }) {
   const el = parentElement;
   let gd = el.querySelector(".ae-chart");
@@ -166,11 +220,18 @@ export default function ({ data, parentElement, setTriggerValue }) {
   const job = { el, since: performance.now(), run: () => plotly().then((Plotly) => {
     if (gone || !data) return;
     const fig = figure(data, theme(el));
+    // a map of tiles: no selection of plotly's (it would mark the point plotly's hit test found, not the tile's)
+    if (fig.select && (fig.data || []).some((t) => t.meta && t.meta.tiles)) fig.layout.clickmode = "none";
     const draw = gd.classList.contains("js-plotly-plot") && !fig.frames ? Plotly.react : Plotly.newPlot;
     return draw(gd, { data: fig.data || [], layout: fig.layout, frames: fig.frames || undefined,
                       config: Object.assign({}, fig.config, { responsive: false }) }).then(() => {
-      if (fig.select) {  // (Plotly.newPlot drops a chart's listeners, Plotly.react keeps them: one, set anew)
-        gd.removeAllListeners("plotly_click");
+      // (Plotly.newPlot drops a chart's listeners, Plotly.react keeps them: one, set anew)
+      gd.removeAllListeners("plotly_click");
+      gd.__aeReport = null;
+      if (fig.select && tiled(gd)) {  // the tile under the pointer (plotly's own click is not used)
+        gd.__aeReport = (p) => setTriggerValue("selection", { points: [p] });
+        listenTaps(gd);
+      } else if (fig.select) {
         gd.on("plotly_click", (ev) => setTriggerValue("selection", { points: (ev.points || []).map(point) }));
       }
       width = el.clientWidth;

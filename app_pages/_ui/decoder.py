@@ -81,13 +81,19 @@ def lens_csv(lens, names: list[str]) -> str:
 
 # ---------------------------------------------------------------- attention sinks
 def sinks_view(shares: SinkShares, arch: Architecture | None, key: str, selected=None, on_select=None,
-               encoder: bool = False) -> None:
-    """A layer x head map of the share of attention on the first token (or on the other special tokens)."""
+               encoder: bool = False, causal: bool = True) -> None:
+    """A layer x head map of the share of attention on the first token (or on the other special tokens).
+    causal: whether query 0 of this map sees only token 0 (a decoder's self-attention); the caption under the
+    formula says why query 0 is left out, truly for either kind."""
     st.markdown(glossed(t("decoder.sinks_intro")))
     if encoder:
         st.caption(t("decoder.sinks_encoder"))
     latex(r"s_{\ell,h} = \frac{1}{N-1}\sum_{i=1}^{N-1} A^{\ell,h}_{i,0},\qquad "
           r"A_{i,:} = \mathrm{softmax}\Big(\frac{q_i K^\top}{\sqrt{d_k}}\Big),\ \sum_j A_{ij} = 1")
+    if causal or shares.first_every is None:
+        st.caption(t("decoder.sinks_rule_causal"))
+    else:
+        st.caption(t("decoder.sinks_rule_open", delta=f"{np.abs(shares.first_every - shares.first).max():.3f}"))
     targets = ("first", "special", "rest") if shares.special.any() else ("first", "rest")
     target = radio(t("decoder.sink_target"), targets, "sink_of", horizontal=True,
                    format_func=lambda s: t(f"decoder.sink_{s}"))

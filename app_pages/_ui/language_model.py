@@ -4,7 +4,9 @@ script run; the models it trains live in st.session_state). The page supplies wh
 it builds and the model object it keeps."""
 from __future__ import annotations
 
-from dataclasses import replace
+import threading
+import time
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 import streamlit as st
@@ -12,9 +14,11 @@ import torch
 
 from viz_core.export import npz_bytes
 from viz_core.lm import DecoderLM, LMConfig
-from viz_core.lm.generate import time_per_token
+from viz_core import priority
+from viz_core.lm.generate import cache_difference, generate, time_per_token
 from viz_core.lm.training import LanguageModel, LMTrainConfig, LMTrainer, load_lm, probe_ids
 from viz_core.plots import lm as plots
+from viz_core.seeding import seeded
 from viz_core.threads import thread_budget
 
 from . import SharedFigures, models, share
@@ -33,18 +37,69 @@ def shipped(task: str) -> LanguageModel | None:
 @st.cache_resource(show_spinner=False)
 def variant_model(n_kv_heads: int, vocab: int, max_len: int) -> DecoderLM:
     """An untrained decoder (seed 0) with n_kv_heads key/value heads, for the KV-cache demonstrations."""
-    torch.manual_seed(0)
     cfg = LMConfig(vocab=vocab, d_ff=256, max_len=max_len, n_kv_heads=n_kv_heads)
-    return DecoderLM(cfg).eval()
+    with seeded(0):
+        return DecoderLM(cfg).eval()
 
 
-@st.cache_data(show_spinner=False, max_entries=8)
-def timings(n_kv_heads: int) -> dict[str, list[float]]:
-    """Seconds per new token with and without the cache at TIMING_LENGTHS (measured once per server)."""
-    model = variant_model(n_kv_heads, 128, TIMING_LENGTHS[-1] + 1)
-    with torch.inference_mode(), thread_budget(1):  # one thread: steadier on a shared server
-        return {"cache": time_per_token(model, TIMING_LENGTHS, True, repeats=5),
-                "full": time_per_token(model, TIMING_LENGTHS, False, repeats=5)}
+@st.cache_data(show_spinner=False, max_entries=32)
+def cache_run(n_kv_heads: int, vocab: int, max_len: int, length: int) -> tuple[list, list[int], float]:
+    """The variant model's real cache after `length` steps (each layer's K shape, bytes after each step) and the
+    largest |logits with the cache - full recomputation| on `length` seeded tokens: the same for every visitor, so
+    computed once per server and setting (a switch between MHA, GQA and MQA redraws without running the model)."""
+    model = variant_model(n_kv_heads, vocab, max_len)
+    ids = [int(i) for i in np.random.default_rng(0).integers(0, vocab, length)]
+    with torch.inference_mode(), thread_budget(1):  # one thread: a tiny model gains nothing from two
+        trace = generate(model, [0], length, temperature=0.0)  # step j feeds token j: after T steps the cache holds T
+        return trace.cache_shapes[-1], trace.cache_bytes, cache_difference(model, ids)
+
+
+# ---------------------------------------------------------------- time per new token, measured on this server
+TIMING_REPEATS = 7  # best of: the least disturbed run of each length
+
+
+@dataclass
+class Timings:
+    """Seconds per new token with and without the cache at TIMING_LENGTHS for each key/value-head count, measured
+    on this server in a thread of its own (never in a visitor's script run: it took 0.6-2.7 s of CPU per variant),
+    the variants one after the other and each step after any visitor's model computation (viz_core.priority)."""
+    results: dict[int, dict[str, list[float]]] = field(default_factory=dict)
+    measured_at: float | None = None  # time.time() when the last measurement ended
+    running: bool = False
+    lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def start(self, kv_counts: tuple[int, ...]) -> None:
+        """Measure (again) in the background; a measurement already running is not started twice."""
+        with self.lock:
+            if self.running:
+                return
+            self.running = True
+        threading.Thread(target=self._measure, args=(kv_counts,), name="lm-kv-timings", daemon=True).start()
+
+    def _measure(self, kv_counts: tuple[int, ...]) -> None:
+        try:
+            fresh = {}
+            for kv in kv_counts:
+                model = variant_model(kv, 128, TIMING_LENGTHS[-1] + 1)
+                with torch.inference_mode(), thread_budget(1):
+                    fresh[kv] = {"cache": self._lengths(model, True), "full": self._lengths(model, False)}
+            self.results, self.measured_at = fresh, time.time()
+        finally:
+            self.running = False
+
+    @staticmethod
+    def _lengths(model, use_cache: bool) -> list[float]:
+        out = []
+        for n in TIMING_LENGTHS:
+            priority.wait_for_foreground()  # a visitor's computation first
+            out += time_per_token(model, [n], use_cache, repeats=TIMING_REPEATS)
+        return out
+
+
+@st.cache_resource(show_spinner=False)
+def timings() -> Timings:
+    """The server's one Timings (shared by every session)."""
+    return Timings()
 
 
 # ---------------------------------------------------------------- the training job

@@ -16,6 +16,36 @@ PAGES = [
 ]
 
 DEFAULT_PAGE = "attention"
+NOT_FOUND = "not_found"  # a hidden page: what an address that names no page shows (in the visitor's language)
+ASKED = "_ui.asked_path"  # session state: the page name an unknown address asked for (shown by NOT_FOUND)
+
+
+def _pages_manager():
+    from streamlit.runtime.scriptrunner import get_script_run_ctx
+
+    return getattr(get_script_run_ctx(), "pages_manager", None)
+
+
+# ---------------------------------------------------------------- every page by its name
+def route_by_name() -> None:
+    """Open the page an address names, in the visitor's language, whatever the name.
+
+    Streamlit knows the default page only as the root address (/): /attention named no page, and an unknown name got
+    Streamlit's own "Page not found" dialog, in English. Here, before st.navigation resolves the page, a run that
+    asks for a page by name (a typed or shared address; a link or Back names the page by its id instead) is pointed
+    at the default page for its own name, and at the hidden NOT_FOUND page for a name no page has. Reads Streamlit
+    1.67's pages manager (tests/test_app.py notices a change)."""
+    manager = _pages_manager()
+    if manager is None or manager.intended_page_script_hash or not manager.intended_page_name:
+        return
+    name = manager.intended_page_name.strip("/")
+    if name == DEFAULT_PAGE:
+        manager.set_script_intent("", "")  # no name: st.navigation opens its default page
+    elif name not in dict(PAGES) and name != NOT_FOUND:
+        import streamlit as st
+
+        st.session_state[ASKED] = name
+        manager.set_script_intent("", NOT_FOUND)
 
 
 # ---------------------------------------------------------------- a reconnected browser that forgot its page
@@ -32,15 +62,13 @@ def reask_lost_page() -> str | None:
     from urllib.parse import urlparse
 
     from streamlit.runtime.context import _context_info_field
-    from streamlit.runtime.scriptrunner import get_script_run_ctx
 
-    ctx = get_script_run_ctx()
-    manager = getattr(ctx, "pages_manager", None)
+    manager = _pages_manager()
     if manager is None or manager.intended_page_name or \
             manager.intended_page_script_hash not in ("", None, manager.main_script_hash):
         return None  # the rerun names its page (a link, a widget on a known page, Back / Forward)
     stem = urlparse(_context_info_field("url") or "").path.rstrip("/").rsplit("/", 1)[-1]
-    if stem not in dict(PAGES):
-        return None  # the root address, or a path that names no page: st.navigation decides as always
+    if stem not in dict(PAGES) or stem == DEFAULT_PAGE:
+        return None  # the root address or the default page's name, or a name of no page: as a first visit decides
     manager.set_script_intent("", stem)
     return stem

@@ -2,6 +2,11 @@
 then the answer the app computes (viz_core.learning.path), a figure and a link that opens the page where the step's
 experiment lives, in that state. The last step (len(STEPS) + 1) is the summary.
 
+The summary counts each step's first prediction, the one made before the answer was shown (path.counted): a later
+change shows its own verdict but scores nothing. The first is kept like the page's other state (the store, and the
+address as ?f_<step>= where it differs from the current prediction, so a reload keeps it) and in the session's FIRST
+record, which Back / Forward (where the address is the truth) cannot undo.
+
 The induction and sink steps read the real Gemma 3 270M (path.REAL_MODEL) once its converted cache is ready, and the
 shipped induction model / MiniLM until then (or where it is not installed); `real(step)` decides, and their words are
 the start.<step>_<key>_real strings where those exist."""
@@ -15,7 +20,8 @@ from viz_core.errors import InputError
 from viz_core.learning import path
 from viz_core.plots import common
 
-from . import SharedFigures, link, plain_md, set_state, glossed, lang, latex, plot, selectbox, state, t, value
+from . import (SharedFigures, link, plain_md, set_state, glossed, lang, latex, plot, selectbox, set_value, state, t,
+               value)
 
 N_STEPS = len(path.STEPS)
 SUMMARY = N_STEPS + 1                   # the step number of the summary
@@ -30,6 +36,8 @@ EXPLORE = (  # where to go further: (id, page, params); labels start.explore_<id
     ("smoothing", "anatomy", {"section": "smoothing"}),
     ("scale_train", "scaling", {"part": "train"}),
 )
+
+FIRST = "_start.first"   # session state: {step id: the first prediction}, at most one entry per step
 
 figures = SharedFigures(common)
 
@@ -125,6 +133,20 @@ def stored_prediction(step: path.Step) -> str | None:
     return value(_param(step), None, lambda raw: raw if raw in step.options else None, _valid_for(step))
 
 
+def first_prediction(step: path.Step, chosen: str | None) -> str | None:
+    """The prediction the summary counts: the first one made for this step (recorded now if `chosen` is the first),
+    None while the step has none. Kept in the session's FIRST record and the page's store, and in the address
+    (f_<step>) only where it differs from `chosen`."""
+    record = st.session_state.setdefault(FIRST, {})
+    held = record.get(step.id) or value(f"f_{step.id}", None, lambda raw: raw if raw in step.options else None,
+                                        _valid_for(step))
+    first = path.counted(held, chosen)
+    if first is not None:
+        record[step.id] = first
+    set_value(f"f_{step.id}", first, chosen)
+    return first
+
+
 def option_label(step: path.Step, option: str, use_real: bool = False) -> str:
     return t(text_key(step, f"opt_{option}", use_real))
 
@@ -132,8 +154,10 @@ def option_label(step: path.Step, option: str, use_real: bool = False) -> str:
 def restart() -> None:
     """Clear every prediction and go back to step 1."""
     for s in path.STEPS:
-        set_state(_param(s), None)
-        state.commit(_param(s), None, None)
+        for param in (_param(s), f"f_{s.id}"):
+            set_state(param, None)
+            state.commit(param, None, None)
+    st.session_state.pop(FIRST, None)
     set_state("step", 1)
 
 
@@ -154,7 +178,10 @@ def step_view(i: int) -> None:
         st.markdown("> " + plain_md(path.SINK_TEXT))
     if step.formula:
         latex(step.formula)
+    if step.id in path.GIVENS:  # the numbers the question reasons from, before the prediction
+        st.markdown(t(f"start.{step.id}_given", **path.GIVENS[step.id]()))
     chosen = prediction(step)
+    first = first_prediction(step, chosen)
     if chosen is None:
         st.caption(t("start.predict_hint"))
         return
@@ -163,20 +190,30 @@ def step_view(i: int) -> None:
     if a is None:
         st.warning(t("start.model_missing"))
     else:
-        answer_view(step, a, chosen, use_real)
+        answer_view(step, a, chosen, first, use_real)
     page, params = step.link(use_real)
     link(page, t(text_key(step, "link", use_real)), params)
 
 
-def answer_view(step: path.Step, a: path.Answer, chosen: str, use_real: bool = False) -> None:
-    right = t("start.verdict_right", answer=option_label(step, a.correct, use_real))
-    wrong = t("start.verdict_wrong", answer=option_label(step, a.correct, use_real),
-              chosen=option_label(step, chosen, use_real))
-    (st.success if chosen == a.correct else st.info)(right if chosen == a.correct else wrong)
+def answer_view(step: path.Step, a: path.Answer, chosen: str, first: str, use_real: bool = False) -> None:
+    verdict(step, a.correct, chosen, first, use_real)
     st.markdown(t(text_key(step, "answer", use_real), **{k: plain_md(v) for k, v in a.values.items()}))
     if a.matrix is not None:
         plot(answer_figure(step, a, use_real), key=f"start.fig_{step.id}")
     st.markdown(f"**{t('start.why')}:** " + glossed(t(text_key(step, "why", use_real))))
+
+
+def verdict(step: path.Step, correct: str, chosen: str, first: str, use_real: bool = False) -> None:
+    """Green only for a first prediction that is right; a later change says whether it would be, and that the first
+    one counts."""
+    label = lambda o: option_label(step, o, use_real)  # noqa: E731
+    if chosen == first == correct:
+        st.success(t("start.verdict_right", answer=label(correct)))
+    elif chosen == first:
+        st.info(t("start.verdict_wrong", answer=label(correct), chosen=label(chosen)))
+    else:
+        key = "start.verdict_changed_right" if chosen == correct else "start.verdict_changed_wrong"
+        st.info(t(key, answer=label(correct), chosen=label(chosen), first=label(first)))
 
 
 def answer_figure(step: path.Step, a: path.Answer, use_real: bool = False):
@@ -197,20 +234,19 @@ def _height(n_rows: int) -> int | None:
 # ---------------------------------------------------------------- the summary
 def summary_view() -> None:
     st.subheader(t("start.summary_title"))
-    rows, right, done = [], 0, 0
+    rows, counted, correct = [], {}, {}
     for i, s in enumerate(path.STEPS, start=1):
         chosen = stored_prediction(s)
-        a = answer(s) if chosen is not None else None
-        if chosen is not None:
-            done += 1
-            right += a is not None and a.correct == chosen
-        use_real = real(s)
+        first = counted[s.id] = first_prediction(s, chosen)  # the first prediction counts, not a later change
+        a = answer(s) if first is not None else None
+        correct[s.id] = a and a.correct
         cells = {"col_step": step_label(i), "col_topic": t(f"start.topic_{s.topic}"),
-                 "col_yours": option_label(s, chosen, use_real) if chosen else t("start.not_answered"),
-                 "col_app": option_label(s, a.correct, use_real) if a is not None else "–",
-                 "col_match": "–" if a is None else "✓" if a.correct == chosen else "✗"}
+                 "col_yours": yours(s, first, chosen),
+                 "col_app": option_label(s, a.correct, real(s)) if a is not None else "–",
+                 "col_match": "–" if a is None else "✓" if a.correct == first else "✗"}
         # st.table reads its cells as markdown: "10. Layer normalisation" would turn into a numbered list
         rows.append({t(f"start.{k}"): plain_md(v) for k, v in cells.items()})
+    right, done = path.score(counted, correct)
     st.markdown(t("start.summary_intro", right=right, done=done) if done else t("start.summary_none"))
     st.table(pd.DataFrame(rows), hide_index=True)
     st.subheader(t("start.explore_title"))
@@ -220,6 +256,16 @@ def summary_view() -> None:
     st.button(t("start.explore_glossary"), key="start.to_glossary", on_click=set_state, args=("part", "glossary"),
               icon=":material/menu_book:", type="tertiary")
     st.button(t("start.restart"), key="start.restart", on_click=restart)
+
+
+def yours(step: path.Step, first: str | None, chosen: str | None) -> str:
+    """The summary's cell of the student's prediction: the first one, and the later one where it changed."""
+    if first is None:
+        return t("start.not_answered")
+    use_real = real(step)
+    if chosen == first:
+        return option_label(step, first, use_real)
+    return t("start.changed_to", first=option_label(step, first, use_real), chosen=option_label(step, chosen, use_real))
 
 
 # ---------------------------------------------------------------- the page

@@ -11,6 +11,7 @@ import app_pages._ui as ui
 from viz_core import export
 from viz_core.errors import InputError
 from viz_core.plots import qk_map as qk_plots
+from viz_core.rounding import parts_that_add_up
 from viz_core.pretrained import qk_map
 
 from . import attention as cached
@@ -69,8 +70,9 @@ def draw(name: str, kind: str, text: str, layer: int, head: int, unk: str, model
         return
     for lang, n in left_out.items():
         if n:
-            st.caption(t("attention.qk_left_out", n=n, language=t(f"attention.qk_lang_name_{lang}"),
-                         unk=ui.plain_md(unk)))
+            total = len(qk_map.bundled_sentences()[lang])
+            st.caption(t("attention.qk_left_out", n=n, total=total, kept=total - n,
+                         language=t(f"attention.qk_lang_name_{lang}"), unk=ui.plain_md(unk)))
     chosen = chosen_query()
     chosen = chosen if 0 <= chosen < len(points.tokens) else None
     own_query_picker(points, chosen)
@@ -80,14 +82,18 @@ def draw(name: str, kind: str, text: str, layer: int, head: int, unk: str, model
     fig = plots.qk_scatter(points, proj, user_sentence=0, colour=colour, chosen=chosen, row=row, labels=labels(),
                            title=t("attention.qk_layer_head", layer=layer, head=head, n=len(points.texts)))
     ui.plot(fig, key="qk_fig", on_select=partial(pick_point, "qk_fig", traces, rows), selection_mode="points")
-    kept = proj.kept * 100
-    st.caption(t("attention.qk_kept", a=f"{kept[0]:.0f}", b=f"{kept[1]:.0f}", total=f"{kept.sum():.0f}",
+    (a, b), total = parts_that_add_up(proj.kept[:2] * 100)  # shown so that the parts add up to the shown sum
+    st.caption(t("attention.qk_kept", a=f"{a:.0f}", b=f"{b:.0f}", total=f"{total:.0f}",
                  n=2 * len(points.tokens), rest=points.q.shape[-1] - 2))
     if chosen is None:
         st.caption(t("attention.qk_key_clicked") if st.session_state.get(KEY_CLICKED) else t("attention.qk_click"))
     else:
         _row_view(points, proj, chosen, row)
     st.markdown(ui.glossed(t("attention.qk_explain")))
+    near = cached.qk_closeness(name, text, tuple(langs), layer, head, unk)
+    if near.n:
+        st.caption(t("attention.qk_closeness", hit=f"{near.hit * 100:.0f}", chance=f"{near.chance * 100:.0f}",
+                     corr=f"{near.rank_corr:.2f}", n=near.n, layer=layer, head=head))
     ui.latex(r"k_j \to \frac{k_j - \bar k + \bar q}{a},\quad q_i \to a\,q_i:\qquad "
              r"\lVert q_i - k_j \rVert^2 = \lVert q_i \rVert^2 + \lVert k_j \rVert^2 - 2\, q_i \cdot k_j")
     ui.download(t("attention.download_qk"), _points_csv(points, proj), f"qk_map_l{layer}_h{head}.csv", "text/csv",

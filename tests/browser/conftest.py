@@ -121,12 +121,15 @@ def browser():
 
 @pytest.fixture
 def open_page(browser, server_url):
-    """open_page(path, width=1400, height=1000, dark=False) -> a loaded Playwright page with the script finished."""
+    """open_page(path, width=1400, height=1000, dark=False, touch=False) -> a loaded Playwright page with the script
+    finished. touch: a phone's context (touch events, a tap is a finger's)."""
     contexts = []
 
-    def _open(path: str, width: int = 1400, height: int = 2000, dark: bool = False, timeout_ms: int = 120_000):
+    def _open(path: str, width: int = 1400, height: int = 2000, dark: bool = False, timeout_ms: int = 120_000,
+              touch: bool = False):
         ctx = browser.new_context(viewport={"width": width, "height": height},
-                                  color_scheme="dark" if dark else "light")
+                                  color_scheme="dark" if dark else "light",
+                                  **(dict(has_touch=True, is_mobile=True) if touch else {}))
         contexts.append(ctx)
         page = ctx.new_page()
         sockets = []  # a page that opened more than one had its connection dropped (printed with a failure)

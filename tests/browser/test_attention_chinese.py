@@ -13,7 +13,7 @@ from viz_core import i18n
 pytestmark = pytest.mark.browser
 
 WARNING = {"en": "17 of 23 tokens are [UNK] (74 %)", "zh": "23 个词元中有 17 个是 [UNK]（74%）"}
-CAUSE = {"en": "The cause is the vocabulary", "zh": "原因在于词表"}
+CAUSE = {"en": "letters of a script the vocabulary lacks", "zh": "词表里没有的文字"}
 PICKER_ZH = {"en": "bert-base-chinese · Chinese · encoder (BERT) · ~410 MB download, needs the network",
              "zh": "bert-base-chinese · 中文 · 编码器 (BERT) · 需联网下载约 410 MB"}
 

@@ -128,18 +128,24 @@ def test_qk_map_click_a_query_of_your_sentence(open_page, lang):
     assert_no_exception(page)
 
 
-def slider_value(page, chart: str) -> str:
-    """plotly's slider readout ("step: 400"): the first label of the slider's group."""
-    return page.locator(f"{chart} .slider-container .slider-group > text.slider-label").first.text_content()
+# the moment a played figure shows: plotly's slider readout ("step: 400"), or, where the page has its own slider of
+# the moments and the figure none, the figure's title, which names the moment shown
+MOMENT_JS = ("sel => { const el = document.querySelector(sel); const label = el.querySelector("
+             "'.slider-container .slider-group > text.slider-label') || el.querySelector('.gtitle');"
+             " return label ? label.textContent : null; }")
+
+
+def moment(page, chart: str) -> str:
+    return page.evaluate(MOMENT_JS, chart)
 
 
 def play_and_pause(page, chart: str, lang: str) -> None:
-    """Press Play, wait until plotly's slider has moved on, press Pause: the address stays as it was."""
+    """Press Play, wait until the moment shown has moved on, press Pause: the address stays as it was."""
     url = page.url
-    before = slider_value(page, chart)
+    before = moment(page, chart)
+    assert before, "the figure names no moment"
     page.locator(f"{chart} .updatemenu-button").filter(has_text=i18n.t("common.play", lang)).click()
-    page.wait_for_function("([sel, v]) => document.querySelector(sel + ' .slider-container .slider-group > "
-                           "text.slider-label')?.textContent !== v", arg=[chart, before], timeout=30_000)
+    page.wait_for_function(f"([sel, v]) => ({MOMENT_JS})(sel) !== v", arg=[chart, before], timeout=30_000)
     page.locator(f"{chart} .updatemenu-button").filter(has_text=i18n.t("common.pause", lang)).click()
     assert page.url == url  # played in the browser: no rerun, the slider's address state kept
     assert page.locator("[data-testid='stApp'][data-test-script-state='running']").count() == 0

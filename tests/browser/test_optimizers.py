@@ -183,3 +183,53 @@ def test_controls_open(open_page, lang, width, dark):
     screenshot(page, f"optimizers-controls-{lang}-{width}{'-dark' if dark else ''}")
     _chart_shots(page, f"optimizers-controls-{lang}-{width}{'-dark' if dark else ''}")
 
+
+
+# The words of a table's cells that the browser broke over two lines: the characters of one word lie on more than one
+# line box (its range has client rects at different heights).
+BROKEN_WORDS = """t => [...t.querySelectorAll('th, td')].flatMap(cell => {
+  const walker = document.createTreeWalker(cell, NodeFilter.SHOW_TEXT), broken = [];
+  for (let n = walker.nextNode(); n; n = walker.nextNode()) {
+    for (const m of n.data.matchAll(/\\S+/g)) {
+      const r = document.createRange();
+      r.setStart(n, m.index);
+      r.setEnd(n, m.index + m[0].length);
+      if (new Set([...r.getClientRects()].filter(q => q.width > 0).map(q => Math.round(q.top))).size > 1)
+        broken.push(m[0]);
+    }
+  }
+  return broken;
+})"""
+# The data cells whose text takes more than one line.
+WRAPPED_CELLS = """t => [...t.querySelectorAll('td')].filter(c => {
+  const r = document.createRange();
+  r.selectNodeContents(c);
+  return r.getBoundingClientRect().height > 1.5 * parseFloat(getComputedStyle(c).lineHeight);
+}).map(c => c.innerText)"""
+
+
+@pytest.mark.parametrize("lang", ["en", "zh"])
+def test_results_tables_keep_words_whole_on_a_phone(open_page, lang):
+    """At 390 px the six-column results table read "Mom/entu/m" and "1.102/e-05". The results are two
+    tables (where each racer ended; when) that fit the width: names and numbers stay whole, each data cell on one
+    line (a header wraps at its spaces only), nothing is cut off and nothing scrolls sideways. Seven racers on a fair
+    race: the widest names and numbers (a tuned learning rate, numbers like "6.565e-290")."""
+    page = open_page(f"/optimizers?lang={lang}&fair=1&racers={SIX},nadam", width=390, height=1400)
+    rows = _racer_rows(page)
+    assert rows == ["SGD", "Momentum", "AdaGrad", "RMSProp", "Adam", "AdamW", "NAdam"]
+    tables = page.locator("[data-testid='stMain'] [data-testid='stMarkdownContainer'] table")
+    for i in range(tables.count()):
+        table = tables.nth(i)
+        if lang == "en":  # (Chinese breaks a line between any two characters of a header, as it should)
+            assert table.evaluate(BROKEN_WORDS) == []
+        assert table.evaluate(WRAPPED_CELLS) == []
+        assert table.locator("tbody td:first-child").all_inner_texts() == rows
+        right = table.evaluate("t => [t.getBoundingClientRect().right, t.parentElement.getBoundingClientRect().right,"
+                               " t.parentElement.scrollWidth - t.parentElement.clientWidth]")
+        assert right[0] <= right[1] + 0.5 and right[1] <= 390 and right[2] == 0, right  # fits its box, and the screen
+    assert tables.count() == 2
+    assert page.evaluate("() => document.documentElement.scrollWidth") <= 390
+    assert_no_exception(page)
+    box = page.locator(".st-key-whole_words_optimizers")
+    box.scroll_into_view_if_needed()
+    box.screenshot(path=str(SHOTS / f"optimizers-results-390-{lang}.png"))

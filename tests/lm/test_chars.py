@@ -236,12 +236,12 @@ def test_shipped_model_continues_in_the_prompts_language(shipped, prompt, lang, 
 def test_generate_tab_takes_a_typed_chinese_prompt(lang):
     from tests.conftest import assert_clean, run_page
     at = run_page("language_model", {"lang": lang, "tab": "generate", "n_new": "20"}, timeout=240)
-    at.text_input(key="language_model.prompt").set_value("你好").run()
+    at.text_area(key="language_model.prompt").set_value("你好").run()
     assert_clean(at)
     assert not at.error
     out = at.code[0].value
     assert out.startswith("你好") and len(out) == 2 + 20
-    at.text_input(key="language_model.prompt").set_value("你好🙂**x**").run()
+    at.text_area(key="language_model.prompt").set_value("你好🙂**x**").run()
     assert_clean(at)
     note = " ".join(str(e.value) for e in at.info)
     assert "🙂" in note and ("unknown token" in note if lang == "en" else "未知词元" in note)

@@ -186,3 +186,34 @@ def test_the_shipped_model_finds_a_repeated_phrase(shipped, text):
     same = shipped.scores_of(shipped.attention(text))  # the page's one-forward-pass path
     assert np.array_equal(same[0], prev) and np.array_equal(same[1], ind)
     assert shipped.config.max_len >= 60  # a 30-token segment typed twice fits
+
+
+def _transformer_lens_detect(pattern: torch.Tensor, tokens: torch.Tensor) -> float:
+    """TransformerLens's head_detector for "induction_head", written out as its source does it (error_measure "mul",
+    exclude_bos and exclude_current_token False): the duplicate-token pattern, rolled one key to the right, lower
+    triangle; score = (pattern * detection).sum() / pattern.sum()."""
+    n = tokens.shape[0]
+    token_pattern = tokens.repeat(n, 1).numpy()
+    eq = torch.tensor(token_pattern == token_pattern.T, dtype=torch.float64)
+    eq.fill_diagonal_(0)
+    duplicate = torch.tril(eq)
+    shifted = torch.roll(duplicate, shifts=1, dims=1)
+    detection = torch.tril(torch.cat((torch.zeros(n, 1, dtype=torch.float64), shifted[:, 1:]), dim=1))
+    return float((pattern * detection).sum() / pattern.sum())
+
+
+@pytest.mark.parametrize("tokens", [[3, 8, 1, 6, 3, 8, 1, 6], [0, 3, 8, 3, 1, 0, 3, 8, 3, 1], [5, 2, 5, 7, 2, 9]])
+def test_transformer_lens_score_is_the_free_rule_over_every_row(tokens):
+    from viz_core.lm.induction import induction_score, induction_targets, transformer_lens_induction
+    rng = np.random.default_rng(1)
+    n = len(tokens)
+    w = np.tril(rng.random((2, n, n)))
+    w /= w.sum(-1, keepdims=True)  # causal rows that sum to 1
+    ours = transformer_lens_induction(w, tokens)
+    for h in range(2):
+        assert ours[h] == pytest.approx(_transformer_lens_detect(torch.tensor(w[h]), torch.tensor(tokens)), abs=1e-12)
+    counted = sum(bool(k) for k in induction_targets(tokens, "free"))
+    np.testing.assert_allclose(ours, induction_score(w, tokens, "free") * counted / n, atol=1e-12)
+    if tokens == [3, 8, 1, 6, 3, 8, 1, 6]:  # x = s s without repeats inside s: the rules meet; TL gives half
+        np.testing.assert_allclose(induction_score(w, tokens), induction_score(w, tokens, "free"))
+        np.testing.assert_allclose(ours, induction_score(w, tokens) / 2)

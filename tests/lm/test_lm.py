@@ -203,3 +203,11 @@ def test_shipped_induction_checkpoint_tells_the_story():
     assert last["induction"] > 0.5 and last["repeat_loss"] < 0.5 * last["first_loss"]
     assert lm.snapshots[0].induction.max() < 0.2 < 0.5 < lm.snapshots[-1].induction.max()
     assert lm.config.d_ff == 0 and lm.config.n_layers == 2  # attention-only, two layers
+
+
+def test_the_context_window_keeps_the_prompts_end_and_room_for_the_new_tokens():
+    from viz_core.lm.generate import context_window
+    prompt = list(range(300))
+    assert context_window(prompt, 128, 40) == list(range(212, 300))  # 88 read + 40 new = 128 positions
+    assert context_window(prompt[:50], 128, 40) == list(range(50))    # a short prompt is read whole
+    assert context_window(prompt, 128, 200) == [299]                  # at least the last token

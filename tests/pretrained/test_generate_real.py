@@ -14,7 +14,7 @@ import torch
 
 from viz_core.errors import InputError
 from viz_core.lm.generate import sampling_probs
-from viz_core.pretrained.generate import (MAX_PROMPT_TOKENS, TOP_SHOWN, KVShape, RealGenSettings, cache_nbytes,
+from viz_core.pretrained.generate import (MAX_PROMPT_TOKENS, encode_prompt, TOP_SHOWN, KVShape, RealGenSettings, cache_nbytes,
                                           cache_shapes, eos_ids, filtered_distribution, generate_real, kv_shape_of,
                                           next_logits)
 
@@ -197,6 +197,21 @@ def test_a_long_prompt_is_cut_and_the_new_tokens_bounded(smollm2):
     trace = generate_real(smollm2, "word " * 300, RealGenSettings(n_new=500, temperature=0.0))
     assert trace.cut and len(trace.prompt_ids) == MAX_PROMPT_TOKENS and trace.n_prompt_typed > MAX_PROMPT_TOKENS
     assert len(trace.steps) <= 64
+
+
+@pytest.mark.parametrize("name", ["gemma", "smollm2"])
+def test_a_long_prompt_keeps_its_end_and_its_start_of_text_token(request, name):
+    """The model continues the text from where it stops: a paragraph's last tokens are read, not its first."""
+    m = request.getfixturevalue(name)
+    prompt = " ".join(f"line {i} of the story." for i in range(60)) + " And then the robot"
+    ids, n_typed = encode_prompt(m, prompt, max_tokens=40)
+    whole = list(m.tokenize(prompt, add_special_tokens=True)["input_ids"])
+    assert n_typed == len(whole) > 40 and len(ids) == 40
+    bos = m.tokenizer.bos_token_id
+    head = [bos] if bos is not None and whole[0] == bos else []
+    assert ids == head + whole[-(40 - len(head)):]
+    assert m.tokenizer.decode(ids[len(head):]).endswith("And then the robot")
+    assert (name == "gemma") == bool(head)  # Gemma's text starts with <bos>; SmolLM2 adds none
 
 
 def test_bad_input_is_an_input_error(smollm2):

@@ -100,6 +100,7 @@ def test_sink_shares_by_hand():
                     [0.1, 0.3, 0.6]]]], dtype=np.float32)  # (1, 1, 3, 3); token 2 is special ([SEP])
     s = ha.sink_shares(w, np.array([True, False, True]))
     np.testing.assert_allclose([s.first[0, 0], s.special[0, 0], s.rest[0, 0]], [0.3, 0.425, 0.275], atol=1e-6)
+    np.testing.assert_allclose(s.first_every[0, 0], (0.7 + 0.5 + 0.1) / 3, atol=1e-6)  # query 0 counted too
     one = ha.sink_shares(w[..., :1, :], np.array([False, False, False]))  # one query: query 0 is all there is
     np.testing.assert_allclose([one.first[0, 0], one.special[0, 0], one.rest[0, 0]], [0.7, 0.0, 0.3], atol=1e-6)
 

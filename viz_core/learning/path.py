@@ -8,6 +8,10 @@ a small matrix to draw. Three steps read a trained model (the shipped reverse tr
 language model, the packaged MiniLM): the page passes it in, so this module loads nothing. The induction and sink
 steps read a real decoder instead (REAL_MODEL, Gemma 3 270M) where it is ready: their `real` variant names the
 page that link opens, and their words are the start.<step>_<key>_real strings where those exist.
+
+A step whose question reasons from numbers lists them in GIVENS (shown with the question, before the prediction;
+their sentence is start.<step>_given). The score counts each step's first prediction (`counted`, `score`): the one
+made before the answer was shown, whatever the student chose after.
 """
 from __future__ import annotations
 
@@ -20,6 +24,7 @@ import torch
 from viz_core import blocks, mechanics, optimizers, positional, scaling
 from viz_core.attention import MultiHeadAttention, scaled_dot_product_attention
 from viz_core.masks import causal_mask, padding_mask
+from viz_core.seeding import seeded
 
 SINK_TEXT = "The students read the notes before the exam because it was hard."  # the last step's sentence
 REVERSE_SOURCE = "3 1 4 1 5"      # the source the reverse step decodes
@@ -133,7 +138,31 @@ def fmt(x: float, digits: int = 3) -> str:
     return f"{x:.{digits}g}"
 
 
+# ---------------------------------------------------------------- the score: first predictions count
+def counted(first: str | None, chosen: str | None) -> str | None:
+    """The prediction the score counts for a step: the first one the student made (before the answer was shown), or
+    the current one where no first is recorded; None while the step has no prediction."""
+    if chosen is None:
+        return None
+    return chosen if first is None else first
+
+
+def score(predictions: dict[str, str | None], correct: dict[str, str | None]) -> tuple[int, int]:
+    """(right, done): of the steps with a counted prediction (done), how many match the app's answer (right; a step
+    whose answer could not be computed, correct None, is done but not right)."""
+    done = [k for k, v in predictions.items() if v is not None]
+    return sum(predictions[k] == correct.get(k) for k in done), len(done)
+
+
 # ---------------------------------------------------------------- 1. one token looks at the others
+def given_qk() -> dict[str, str]:
+    """The numbers step 1 asks the student to reason from, shown with its question: the query of 哈基咪 (q) and the
+    keys of the three tokens (k1, k2, k3) of the notes' worked example, already projected to d_k 2, each as "a, b"."""
+    s = mechanics.worked_steps(mechanics.WORKED_X, mechanics.WORKED_WQ, mechanics.WORKED_WK, mechanics.WORKED_WV)
+    vec = lambda v: ", ".join(fmt(x) for x in v)  # noqa: E731  (d_k,) -> "a, b"
+    return {"q": vec(s.q[0]), **{f"k{j + 1}": vec(k) for j, k in enumerate(s.k)}}  # s.q, s.k: (3, d_k 2)
+
+
 def answer_qk() -> Answer:
     """The notes' worked example (3 tokens, d_model 4, d_k 2): which key query 0 weighs most."""
     s = mechanics.worked_steps(mechanics.WORKED_X, mechanics.WORKED_WQ, mechanics.WORKED_WK, mechanics.WORKED_WV)
@@ -227,8 +256,7 @@ def answer_heads(preset: str = "llama2_70b", n_tokens: int = 4096) -> Answer:
 # ---------------------------------------------------------------- 5. positions
 def answer_order(seed: int = 0) -> Answer:
     """Self-attention without positions: outputs of "dog bites man" and "man bites dog" compared word by word."""
-    with torch.random.fork_rng():  # a seeded layer without touching the process's random state
-        torch.manual_seed(seed)
+    with seeded(seed):
         mha = MultiHeadAttention(8, 2).double().eval()
     words = {w: torch.randn(8, dtype=torch.float64, generator=torch.Generator().manual_seed(i))
              for i, w in enumerate(sorted(set(ORDER_TOKENS)))}
@@ -263,7 +291,7 @@ def answer_layernorm() -> Answer:
     choices = {"zero_one": (0.0, 1.0), "unchanged": (2.5, float(x.std(unbiased=False))), "zero_half": (0.0, 0.5)}
     correct = min(choices, key=lambda k: abs(mean - choices[k][0]) + abs(std - choices[k][1]))
     return Answer(correct, {"y": ", ".join(f"{v:.3f}" for v in y.tolist()), "mean": f"{mean:.1e}",
-                            "std": f"{std:.4f}"})
+                            "std": f"{std:.7f}"})  # 0.9999960: as many digits as show it is below 1
 
 
 def answer_residual(depth: int = DEPTH) -> Answer:
@@ -374,3 +402,4 @@ ANSWERS = {"qk": answer_qk, "softmax": answer_softmax, "mix": answer_mix, "satur
            "causal": answer_causal, "padding": answer_padding, "heads": answer_heads, "order": answer_order,
            "waves": answer_waves, "layernorm": answer_layernorm, "residual": answer_residual,
            "optimizer": answer_optimizer}  # the steps that need no trained model (the others take it as argument)
+GIVENS = {"qk": given_qk}  # the steps whose question comes with its numbers (start.<id>_given)

@@ -57,6 +57,17 @@ def sampling_probs(logits: torch.Tensor, temperature: float = 1.0, top_k: int = 
     return probs / probs.sum()
 
 
+# ---------------------------------------------------------------- the prompt
+PROMPT_MAX_CHARS = 5_000  # a prompt box holds a few paragraphs; a longer text is cut here, and the page says so
+
+
+def context_window(prompt: list[int], max_len: int, n_new: int) -> list[int]:
+    """The end of a prompt that leaves room for n_new tokens in the model's max_len positions (at least its last
+    token): a long prompt is continued from where it stops."""
+    keep = max(1, max_len - max(0, n_new))
+    return list(prompt[-keep:])
+
+
 # ---------------------------------------------------------------- trace
 @dataclass
 class GenStep:

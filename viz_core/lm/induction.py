@@ -157,14 +157,15 @@ def repeat_length(tokens) -> int:
     return 0
 
 
-def induction_targets(tokens) -> list[list[int]]:
+def induction_targets(tokens, rule: str = "auto") -> list[list[int]]:
     """The cells the induction score reads: for each query i, the key positions it counts (empty: not counted).
 
-    x = s s (repeat_length L > 0): row i >= L counts the one cell i - L + 1 (the standard diagonal).
-    Otherwise: row i counts j + 1 for EVERY earlier j with x_j = x_i (the tokens after all earlier occurrences).
+    x = s s (repeat_length L > 0) and rule "auto": row i >= L counts the one cell i - L + 1 (the standard diagonal).
+    Otherwise (or rule "free"): row i counts j + 1 for EVERY earlier j with x_j = x_i (the tokens after all earlier
+    occurrences).
     """
     tokens = list(tokens)
-    n, length = len(tokens), repeat_length(tokens)
+    n, length = len(tokens), repeat_length(tokens) if rule == "auto" else 0
     if length:
         return [[i - length + 1] if i >= length else [] for i in range(n)]
     seen: dict = {}
@@ -180,16 +181,29 @@ def target_cells(tokens) -> list[tuple[int, int]]:
     return [(i, j) for i, keys in enumerate(induction_targets(tokens)) for j in keys]
 
 
-def induction_score(weights: np.ndarray, tokens) -> np.ndarray:
+def induction_score(weights: np.ndarray, tokens, rule: str = "auto") -> np.ndarray:
     """Induction score of every head (module docstring): the mean over counted queries of the attention on their
-    target cells.   weights (..., N, N) -> (...)."""
+    target cells (induction_targets(tokens, rule)).   weights (..., N, N) -> (...)."""
     w = np.asarray(weights, dtype=np.float64)
-    targets = induction_targets(tokens)
+    targets = induction_targets(tokens, rule)
     rows = [i for i, keys in enumerate(targets) if keys]
     if not rows:
         return np.zeros(w.shape[:-2])
     per_row = [w[..., i, targets[i]].sum(axis=-1) for i in rows]  # each (...)
     return np.mean(per_row, axis=0)  # (...)
+
+
+def transformer_lens_induction(weights: np.ndarray, tokens) -> np.ndarray:
+    """TransformerLens's `detect_head(..., "induction_head")` score ("mul" measure, BOS and the current token kept,
+    its defaults): the attention on the cells of the "free" rule, summed over ALL rows and divided by the pattern's
+    total weight, N (every row sums to 1). So it equals induction_score(weights, tokens, "free") x C / N, with C
+    the counted queries: about half of this app's score on x = s s.   weights (..., N, N) -> (...)."""
+    w = np.asarray(weights, dtype=np.float64)
+    cells = [(i, j) for i, keys in enumerate(induction_targets(tokens, "free")) for j in keys]
+    if not cells:
+        return np.zeros(w.shape[:-2])
+    q, k = (np.array(a) for a in zip(*cells))
+    return w[..., q, k].sum(axis=-1) / w.sum(axis=(-2, -1))  # (...)
 
 
 def previous_token_score(weights: np.ndarray) -> np.ndarray:

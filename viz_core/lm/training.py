@@ -33,6 +33,7 @@ from .model import DecoderLM, LMConfig, count_parameters
 from .charset import unknown_chars, vocabulary
 from .corpus import LANGS, char_corpus
 from .. import priority
+from ..seeding import RandomStream, unseeded
 from ..threads import thread_budget
 
 TASKS = ("induction", "chars")
@@ -182,8 +183,10 @@ class LMTrainer:
         self.tokenizer = Tokenizer.for_task(cfg, vocab)
         self.model_cfg = model_cfg or default_model_config(cfg, self.tokenizer.size)
         self.device = torch.device(device) if device is not None else pick_device(cfg.force_cpu)
-        torch.manual_seed(cfg.seed)
-        self.model = DecoderLM(self.model_cfg).to(self.device)
+        # initial weights (and any dropout) come from this training's own random stream (viz_core.seeding)
+        self.random_stream = RandomStream(cfg.seed, self.device)
+        with self.random_stream.active():
+            self.model = DecoderLM(self.model_cfg).to(self.device)
         self.opt = torch.optim.AdamW(self.model.parameters(), lr=cfg.lr, weight_decay=cfg.weight_decay)
         self.gen = torch.Generator().manual_seed(cfg.seed)
         self.data = _CharData(self.tokenizer, cfg.context) if cfg.task == "chars" else None
@@ -228,7 +231,8 @@ class LMTrainer:
 
     def language_model(self) -> "LanguageModel":
         """The trained model (a CPU copy in eval mode) with tokenizer, curves, snapshots and run info."""
-        model = DecoderLM(self.model_cfg)
+        with unseeded():  # initial weights that the trained ones replace
+            model = DecoderLM(self.model_cfg)
         model.load_state_dict({k: v.detach().cpu() for k, v in self.model.state_dict().items()})
         info = {"steps": self.step, "seconds": round(self.seconds, 1), "device": self.device.type,
                 "reason": self.reason, "params": self.n_params}
@@ -250,7 +254,8 @@ class LMTrainer:
         self.model.train()
         ids, _ = self._batch(self.train_cfg.batch_size, self.gen)
         ids = ids.to(self.device)  # (B, N)
-        logits, _ = self.model(ids)  # (B, N, V)
+        with self.random_stream.active():
+            logits, _ = self.model(ids)  # (B, N, V)
         loss = F.cross_entropy(logits[:, :-1].reshape(-1, logits.shape[-1]), ids[:, 1:].reshape(-1))
         self.opt.zero_grad(set_to_none=True)
         loss.backward()
@@ -490,7 +495,8 @@ def load_lm_files(files: dict[str, bytes]) -> LanguageModel:
         config = json.loads(files[CONFIG])
         if config.get("format") != LM_FORMAT:
             raise ValueError("format")
-        model = DecoderLM(LMConfig.from_dict(config["model"]))
+        with unseeded():  # initial weights that the checkpoint's replace
+            model = DecoderLM(LMConfig.from_dict(config["model"]))
         weights = {k: v.float() for k, v in load(files[WEIGHTS]).items()}
         if not all(torch.isfinite(v).all() for v in weights.values()):
             raise ValueError("weights hold NaN or infinite values")

@@ -11,7 +11,7 @@ import numpy as np
 import plotly.graph_objects as go
 
 from ..pretrained.head_analysis import thumbnail
-from .common import LINE_COLOURS, PROB_SCALE, label_margins, matrix_heatmap, plain, widened
+from .common import LINE_COLOURS, PROB_SCALE, label_margins, matrix_heatmap, plain, tiles, widened
 
 _LINE_VIEW_TEMPLATE = Path(__file__).with_name("line_view.html")
 COLOUR_QUANTILE = 0.99  # auto scale: the darkest colour is this quantile of the weights shown
@@ -114,11 +114,13 @@ def _mosaic(weights: np.ndarray, size: int, zmax: float) -> np.ndarray:
 
 
 def model_grid(weights: np.ndarray, *, thumb: int = 32, layer_label: str = "layer", head_label: str = "head",
-               hover_hint: str = "", selected: tuple[int, int] | None = None, auto_scale: bool = False) -> go.Figure:
+               hover_hint: str = "", selected: tuple[int, int] | None = None, auto_scale: bool = False,
+               value_name: str = "attention weight") -> go.Figure:
     """Every layer x head as a small heatmap, drawn as one light image (thumbnails of at most thumb x thumb cells,
     quantised to 256 colour levels) with grey separators.
 
-    A transparent marker sits on each tile so hovering names the head and clicking selects it.
+    A transparent marker sits on each tile (trace 1, point index = layer * heads + head) so hovering names the head;
+    a click or tap on a tile reports its marker (tiles(): the chart element finds the tile under the pointer).
     """
     n_layers, n_heads, n, _ = weights.shape
     s = min(thumb, n)
@@ -132,10 +134,11 @@ def model_grid(weights: np.ndarray, *, thumb: int = 32, layer_label: str = "laye
     fig = go.Figure(go.Heatmap(z=img, colorscale=PROB_SCALE, zmin=0, zmax=255, hoverinfo="skip",
                                colorbar=dict(thickness=10, tickvals=ticks, ticktext=[f"{v:.2g}" for v in
                                                                                       ticks / 255 * zmax],
-                                             orientation="h", y=-0.04, yanchor="top", len=0.6, x=0, xanchor="left")))
+                                             orientation="h", y=-0.04, yanchor="top", len=0.6, x=0, xanchor="left",
+                                             title=dict(text=plain(value_name), side="right"))))
     ll, hh = np.meshgrid(np.arange(n_layers), np.arange(n_heads), indexing="ij")
     fig.add_trace(go.Scatter(
-        x=centre(hh.ravel()), y=centre(ll.ravel()), mode="markers", showlegend=False,
+        x=centre(hh.ravel()), y=centre(ll.ravel()), mode="markers", showlegend=False, meta=tiles("xy"),
         customdata=np.stack([ll.ravel(), hh.ravel()], axis=-1),
         marker=dict(symbol="square", size=max(8, min(60, 700 // max(n_heads, 1) - 6)), opacity=0.0),
         hovertemplate=f"{layer_label} %{{customdata[0]}} · {head_label} %{{customdata[1]}}"
@@ -165,8 +168,9 @@ def model_grid(weights: np.ndarray, *, thumb: int = 32, layer_label: str = "laye
 def stats_map(values: np.ndarray, *, title: str, value_name: str, layer_label: str, head_label: str,
               value_format: str = ".3f", selected: tuple[int, int] | None = None, zmin: float | None = None,
               zmax: float | None = None) -> go.Figure:
-    """A (layers, heads) map of one statistic; a transparent marker per cell makes it clickable. The colours span
-    the values' range unless zmin / zmax fix it (e.g. 0..1 for shares)."""
+    """A (layers, heads) map of one statistic; a transparent marker per cell (trace 1, point index = layer * heads +
+    head, owning its cell: tiles()) makes it clickable. The colours span the values' range unless zmin / zmax fix it
+    (e.g. 0..1 for shares)."""
     n_layers, n_heads = values.shape
     rows, cols = [str(i) for i in range(n_layers)], [str(j) for j in range(n_heads)]  # the axis titles name them
     zmin = float(np.nanmin(values)) if zmin is None else zmin
@@ -178,7 +182,7 @@ def stats_map(values: np.ndarray, *, title: str, value_name: str, layer_label: s
     # the markers carry the hover (a point that cannot be hovered cannot be clicked either); the heatmap's is off
     fig.update_traces(hoverinfo="skip", hovertemplate=None, selector=dict(type="heatmap"))
     fig.add_trace(go.Scatter(
-        x=hh.ravel(), y=ll.ravel(), mode="markers", showlegend=False,
+        x=hh.ravel(), y=ll.ravel(), mode="markers", showlegend=False, meta=tiles("xy"),
         customdata=np.stack([ll.ravel(), hh.ravel(), values.ravel()], axis=-1),
         hovertemplate=f"{layer_label} %{{customdata[0]}} · {head_label} %{{customdata[1]}}<br>{value_name}: "
                       f"%{{customdata[2]:{value_format}}}<extra></extra>",

@@ -20,6 +20,17 @@ LINE_COLOURS = ("#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b"
 PLOTLY_CONFIG = {"displaylogo": False, "toImageButtonOptions": {"format": "png", "scale": 2}}
 
 
+def tiles(axes: str = "xy") -> dict:
+    """The `meta` of a clickable map's point trace whose points own tiles: each point owns the cell around its
+    centre, up to halfway to its neighbours along `axes` ("xy": a layer x head map's cells; "y": a bar chart's
+    rows, across the plot). The house chart element (app_pages/_ui/chart.py) reports a click or a tap as the point
+    whose tile holds it, exactly, at any width. Plotly's own hit test on invisible markers is not exact: markers
+    sized in px overlap where the tiles are smaller (a phone), and a finger on one tile opened another."""
+    if not axes or set(axes) - {"x", "y"}:
+        raise ValueError(f"axes must be 'x', 'y' or 'xy', not {axes!r}")
+    return {"tiles": axes}
+
+
 def plain(text) -> str:
     """Text as typed in a plotly label (tick, hover, title, cell text). Plotly reads a subset of HTML in every label
     (<b>, <i>, <br>, <sub>, <a href>, <span style>): a typed "<b>word</b>" would be drawn bold. '&', '<' and '>'
@@ -437,16 +448,20 @@ def set_frames(fig: go.Figure, frames: list[go.Frame]) -> None:
 
 
 def animated(fig: go.Figure, frames: Sequence[dict], names: Sequence[str], active: int,
-             labels: PlayLabels = PlayLabels(), frame_ms: int = PLAY_FRAME_MS) -> go.Figure:
+             labels: PlayLabels = PlayLabels(), frame_ms: int = PLAY_FRAME_MS, slider: bool = True) -> go.Figure:
     """A copy of fig that plays a history in the browser, without a server round trip per frame.
 
     fig shows one moment (a training snapshot, a generation step): frames[active]. frames: one dict per moment,
     {"data": [trace updates, e.g. {"type": "heatmap", "z": ...}], "traces": [the indices they update],
     "layout": {...} (optional: e.g. the title)}. Under the figure, ▶ / ❚❚ buttons and a slider of the moments
-    (names); the slider opens at `active`."""
+    (names); the slider opens at `active`. slider=False: the buttons alone, where the page has its own slider of
+    the same moments (two sliders of one thing would disagree); the figure's title then names the moment shown."""
     fig = go.Figure(fig)  # a copy: a shared figure stays as it is
-    set_frames(fig, [go.Frame(name=str(name), data=f["data"], traces=f["traces"], layout=f.get("layout"))
-                     for f, name in zip(frames, names)])
+    moment = (lambda name: {"title": {"text": f"{plain(labels.prefix)}: {name}"}}) if not slider else (lambda _: {})
+    set_frames(fig, [go.Frame(name=str(name), data=f["data"], traces=f["traces"],
+                              layout=(f.get("layout") or {}) | moment(name)) for f, name in zip(frames, names)])
+    if not slider:
+        fig.update_layout(moment(names[active]))
     play = dict(frame=dict(duration=frame_ms, redraw=True), transition=dict(duration=0), fromcurrent=True,
                 mode="immediate")
     pause = dict(frame=dict(duration=0, redraw=False), transition=dict(duration=0), mode="immediate")
@@ -461,5 +476,6 @@ def animated(fig: go.Figure, frames: Sequence[dict], names: Sequence[str], activ
                                         args=[[None], pause])])],
         sliders=[dict(active=int(active), x=0.2, len=0.8, y=0, yanchor="top", pad=dict(t=below - 10, b=0),
                       currentvalue=dict(prefix=plain(labels.prefix) + ": ", visible=True, xanchor="right"),
-                      steps=[dict(label=str(name), method="animate", args=[[str(name)], jump]) for name in names])])
+                      steps=[dict(label=str(name), method="animate", args=[[str(name)], jump]) for name in names])]
+        if slider else [])
     return fig

@@ -8,7 +8,7 @@ import numpy as np
 import plotly.graph_objects as go
 
 from ..pretrained.compare import Ranked
-from .common import matrix_heatmap, plain, reserve_margins
+from .common import matrix_heatmap, plain, reserve_margins, tiles
 
 RANKED_SHOWN = 12  # bars in the ranking: the heads that moved most
 
@@ -29,13 +29,14 @@ def bar_labels(ranked: Ranked, layer_label: str, head_label: str) -> list[str]:
 def ranking_bars(ranked: Ranked, *, title: str, value: str, layer_label: str, head_label: str,
                  selected: tuple[int, int] | None = None, shown: int = RANKED_SHOWN) -> go.Figure:
     """The `shown` heads whose attention moved most, largest at the top, one bar each (clickable: the page opens the
-    clicked head). The selected head's bar is drawn in the accent colour."""
+    clicked head: a click or tap anywhere in a bar's row, tiles("y"), however short the bar). The selected head's bar
+    is drawn in the accent colour."""
     n = min(shown, len(ranked.distance))
     labels = bar_labels(ranked, layer_label, head_label)[:n]
     dist = np.nan_to_num(ranked.distance[:n].astype(float))
     is_selected = [(int(layer), int(head)) == selected for layer, head in zip(ranked.layer[:n], ranked.head[:n])]
     fig = go.Figure(go.Bar(
-        x=dist, y=labels, orientation="h", customdata=np.stack([ranked.layer[:n], ranked.head[:n]], axis=-1),
+        x=dist, y=labels, orientation="h", meta=tiles("y"), customdata=np.stack([ranked.layer[:n], ranked.head[:n]], axis=-1),
         marker_color=["#e4572e" if s else "#1f77b4" for s in is_selected],
         text=[f"{v:.3f}" for v in dist], textposition="outside", cliponaxis=False,
         hovertemplate=f"%{{y}}<br>{plain(value)}: %{{x:.4f}}<extra></extra>"))

@@ -8,7 +8,7 @@ import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
 from .attention import TokenTicks
-from .common import LINE_COLOURS, matrix_heatmap, plain
+from .common import LINE_COLOURS, matrix_heatmap, plain, tiles
 
 SELECTED = "#e4572e"
 
@@ -18,7 +18,7 @@ def importance_map(effect: np.ndarray, *, title: str, value_name: str, layer_lab
     """(layers, heads) signed effects on the diverging scale centred on 0, layer 0 at the top.
 
     A transparent square marker per cell (trace 1, point index = layer * heads + head) carries the hover and
-    makes the cell clickable.
+    makes the cell clickable (it owns the cell: tiles()).
     """
     n_layers, n_heads = effect.shape
     rows, cols = [f"{layer_label} {i}" for i in range(n_layers)], [f"{head_label} {j}" for j in range(n_heads)]
@@ -39,7 +39,7 @@ def _cell_markers(fig: go.Figure, values: np.ndarray, layer_label: str, head_lab
     n_layers, n_heads = values.shape
     ll, hh = np.meshgrid(np.arange(n_layers), np.arange(n_heads), indexing="ij")
     fig.add_trace(go.Scatter(
-        x=hh.ravel(), y=ll.ravel(), mode="markers", showlegend=False,
+        x=hh.ravel(), y=ll.ravel(), mode="markers", showlegend=False, meta=tiles("xy"),
         customdata=np.stack([ll.ravel(), hh.ravel(), values.ravel()], axis=-1),
         hovertemplate=f"{layer_label} %{{customdata[0]}} · {head_label} %{{customdata[1]}}<br>{value_name}: "
                       f"%{{customdata[2]:{value_format}}}<extra></extra>",

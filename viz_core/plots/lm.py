@@ -95,8 +95,9 @@ def attention_marked(weights: np.ndarray, labels: Sequence[str], *, title: str, 
 def patterns_history(maps: np.ndarray, steps: Sequence[int], active: int, labels: Sequence[str],
                      titles: Sequence[Sequence[str]], marks: Sequence[Sequence[tuple[int, int]]], *, x_title: str,
                      y_title: str, value_name: str, mark_names: Sequence[str],
-                     play: PlayLabels = PlayLabels()) -> go.Figure:
+                     play: PlayLabels = PlayLabels(), slider: bool = True) -> go.Figure:
     """Two heads' causal attention side by side at every training snapshot, played in the browser.
+    slider=False where the page has its own slider of the snapshots (see common.animated).
 
     maps (S, 2, N, N): the two heads (e.g. previous-token and induction) at each snapshot; titles (S, 2): each
     panel's title at each snapshot (its score then); marks: per panel, the (row, col) cells circled (where the head
@@ -128,7 +129,7 @@ def patterns_history(maps: np.ndarray, steps: Sequence[int], active: int, labels
     frames = [{"data": [dict(type="heatmap", z=maps[s, p].astype(np.float32)) for p in range(2)], "traces": heads,
                "layout": {"annotations": [a | {"text": plain(titles[s][p])} for p, a in enumerate(panel_titles)]}}
               for s in range(len(steps))]
-    return animated(fig, frames, [str(int(x)) for x in steps], active, play)
+    return animated(fig, frames, [str(int(x)) for x in steps], active, play, slider=slider)
 
 
 def next_token_bars(probs: np.ndarray, sampled: np.ndarray, labels: Sequence[str], chosen: int, *, top: int = 10,
@@ -167,7 +168,7 @@ def generation_history(probs: np.ndarray, sampled: np.ndarray, chosen: Sequence[
                        vocab: Sequence[str], keys: Sequence[str], active: int, *, titles: Sequence[str],
                        bars_title: str, x_prob: str, y_token: str, model_name: str, sampled_name: str,
                        x_key: str, y_head: str, value_name: str, top: int = 10,
-                       play: PlayLabels = PlayLabels()) -> go.Figure:
+                       play: PlayLabels = PlayLabels(), slider: bool = True) -> go.Figure:
     """Every step of a generation in one figure, played in the browser: left, the top next-token probabilities (the
     model's softmax(z / T) and the filtered distribution drawn from; the chosen token in brackets); right, the new
     token's attention over the tokens so far, one row per (layer, head).
@@ -183,7 +184,7 @@ def generation_history(probs: np.ndarray, sampled: np.ndarray, chosen: Sequence[
         [r.reshape(n_layers * n_heads, -1) for r in rows],
         [f"L{layer} H{head}" for layer in range(n_layers) for head in range(n_heads)], keys, active,
         titles=titles, bars_title=bars_title, x_prob=x_prob, y_token=y_token, model_name=model_name,
-        sampled_name=sampled_name, x_key=x_key, y_head=y_head, value_name=value_name, play=play)
+        sampled_name=sampled_name, x_key=x_key, y_head=y_head, value_name=value_name, play=play, slider=slider)
 
 
 def _position(order: np.ndarray, token: int) -> int:
@@ -196,7 +197,7 @@ def generation_steps(top_probs: np.ndarray, top_sampled: np.ndarray, top_labels:
                      chosen_at: Sequence[int], rows: Sequence[np.ndarray], row_names: Sequence[str],
                      keys: Sequence[str], active: int, *, titles: Sequence[str], bars_title: str, x_prob: str,
                      y_token: str, model_name: str, sampled_name: str, x_key: str, y_head: str, value_name: str,
-                     play: PlayLabels = PlayLabels()) -> go.Figure:
+                     play: PlayLabels = PlayLabels(), slider: bool = True) -> go.Figure:
     """generation_history from each step's top tokens only (a real model's vocabulary is too large to send).
 
     top_probs, top_sampled (K, n): the model's softmax(z / T) and the filtered distribution at each step's n most
@@ -233,7 +234,7 @@ def generation_steps(top_probs: np.ndarray, top_sampled: np.ndarray, top_labels:
                           "annotations": [panel_titles[0] | {"text": plain(bars_title.format(step=k + 1))},
                                           panel_titles[1] | {"text": plain(titles[k])}]}}
               for k in range(len(rows))]
-    return animated(fig, frames, [str(k + 1) for k in range(len(rows))], active, play)
+    return animated(fig, frames, [str(k + 1) for k in range(len(rows))], active, play, slider=slider)
 
 
 def _steps_axes(fig: go.Figure, bar_labels: list[str], names: list[str], keys: Sequence[str], *, x_prob: str,

@@ -14,6 +14,11 @@ QUERY_COLOUR, KEY_COLOUR = "#1f77b4", "#e4572e"   # blue queries, red-orange key
 SELECTED_COLOUR = "#2ca02c"
 LINES_TO = 3            # a chosen query is joined to its 3 heaviest keys
 SENTENCE_CHARS = 60     # hover shows this much of a sentence
+TITLE_CHARS = 34        # a title line at most this long (in half-width characters): a phone's width, whole words
+# where a token's label may sit around its point: (plotly textposition, its box's offset in label heights / widths)
+LABEL_PLACES = (("top center", (-0.5, 0.5)), ("bottom center", (-0.5, -1.5)), ("middle right", (0.05, -0.5)),
+                ("middle left", (-1.05, -0.5)), ("top right", (0.05, 0.5)), ("top left", (-1.05, 0.5)),
+                ("bottom right", (0.05, -1.5)), ("bottom left", (-1.05, -1.5)))
 
 
 @dataclass(frozen=True)
@@ -42,6 +47,50 @@ def point_rows(s: QKSet, user_sentence: int | None, kind_is_user: bool) -> np.nd
     return np.flatnonzero(mine if kind_is_user else ~mine)
 
 
+def _width(text: str) -> int:
+    """Display width in half-width characters (a CJK character counts two)."""
+    return sum(2 if ord(c) > 0x2E80 else 1 for c in text)
+
+
+def wrap_title(text: str, width: int = TITLE_CHARS) -> str:
+    """A title escaped (plain) and broken into lines of at most `width` (half-width characters) at spaces, or after
+    a colon or comma in Chinese: plotly never wraps a title, and a long one was cut mid-word on a phone."""
+    words = [w for w in text.replace("：", "：\n").replace("，", "，\n").replace(" ", " \n").split("\n") if w]
+    lines, line = [], ""
+    for w in words:
+        if line and _width(line + w) > width:
+            lines.append(line.rstrip())
+            line = ""
+        line += w
+    lines.append(line.rstrip())
+    return "<br>".join(plain(x) for x in lines if x)
+
+
+def label_places(xy: np.ndarray, texts: list[str], span: tuple[float, float], size: tuple[float, float] = (640, 560),
+                 font_px: float = 11) -> list[str]:
+    """A textposition per point so that labels overlap as little as they can: each label, in order, takes the
+    first place of LABEL_PLACES whose box meets no box placed before it (else the least covered one). xy (n, 2) in
+    data units, span: the axes' data ranges (x, y), size: the plot's size in px; a character is 0.6 em wide."""
+    per_px = (span[0] / size[0], span[1] / size[1])
+    height = 1.3 * font_px * per_px[1]
+    placed: list[tuple[float, float, float, float]] = []
+    out = []
+    for (x, y), text in zip(np.asarray(xy, dtype=float), texts):
+        width = max(1, _width(text)) * 0.6 * font_px * per_px[0]
+        best, best_cover, best_box = LABEL_PLACES[0][0], float("inf"), None
+        for place, (dx, dy) in LABEL_PLACES:
+            box = (x + dx * width, y + dy * height, x + dx * width + width, y + dy * height + height)
+            cover = sum(max(0.0, min(box[2], b[2]) - max(box[0], b[0])) * max(0.0, min(box[3], b[3]) - max(box[1], b[1]))
+                        for b in placed)
+            if cover < best_cover:
+                best, best_cover, best_box = place, cover, box
+            if cover == 0:
+                break
+        placed.append(best_box)
+        out.append(best)
+    return out
+
+
 def _hover(s: QKSet, rows: np.ndarray, kind: str, labels: Labels) -> tuple[np.ndarray, str]:
     text = [plain(s.texts[i][:SENTENCE_CHARS] + ("…" if len(s.texts[i]) > SENTENCE_CHARS else ""))
             for i in s.sentence[rows]]
@@ -62,6 +111,8 @@ def qk_scatter(s: QKSet, p: Projection, *, user_sentence: int | None, colour: st
     the query to its heaviest keys, the line width proportional to the weight."""
     fig = go.Figure()
     top_position = max(1, int(s.position.max(initial=1)))
+    every = np.concatenate([p.q, p.k])  # (2N, 2): the map's extent, for placing the labels
+    span = tuple(float(v) if v > 0 else 1.0 for v in every.max(0) - every.min(0)) if len(every) else (1.0, 1.0)
     for kind, mine in trace_order(user_sentence):
         rows = point_rows(s, user_sentence, mine)
         xy = (p.q if kind == "q" else p.k)[rows]
@@ -78,31 +129,41 @@ def qk_scatter(s: QKSet, p: Projection, *, user_sentence: int | None, colour: st
         name = (labels.query if kind == "q" else labels.key) + (f" · {labels.yours}" if mine else "")
         fig.add_trace(go.Scatter(
             x=xy[:, 0], y=xy[:, 1], mode="markers+text" if mine else "markers", name=plain(name),
-            text=[plain(s.tokens[r]) for r in rows] if mine else None, textposition="top center",
+            text=[plain(s.tokens[r]) for r in rows] if mine else None,
+            textposition=label_places(xy, [s.tokens[r] for r in rows], span, (640, height - 120)) if mine else None,
             textfont=dict(size=11, color=base), marker=marker, customdata=custom, hovertemplate=hover,
             opacity=1.0 if mine else 0.55))
     if chosen is not None and row is not None:
         _lines_to_keys(fig, s, p, chosen, row, labels)
     fig.update_xaxes(title_text=f"{labels.axis} 1", zeroline=False)
     fig.update_yaxes(title_text=f"{labels.axis} 2", zeroline=False, scaleanchor="x", scaleratio=1)
-    fig.update_layout(title=dict(text=title), height=height, clickmode="event+select", dragmode="pan",
-                      legend=dict(orientation="h", y=-0.12), margin=dict(l=10, r=10, t=50, b=10))
+    wrapped = wrap_title(title)
+    # the title starts under the toolbar (modebar), which a phone's narrow chart would otherwise draw over it
+    fig.update_layout(title=dict(text=wrapped, yref="container", y=1, yanchor="top", pad=dict(t=40)), height=height,
+                      clickmode="event+select", dragmode="pan", legend=dict(orientation="h", y=-0.12),
+                      margin=dict(l=10, r=10, t=88 + 22 * wrapped.count("<br>"), b=10))
     return fig
 
 
 def _lines_to_keys(fig: go.Figure, s: QKSet, p: Projection, chosen: int, row: np.ndarray, labels: Labels) -> None:
-    """Lines from the chosen query to the LINES_TO keys of its sentence with the largest weights (not clickable)."""
+    """Lines from the chosen query to the LINES_TO keys of its sentence with the largest weights, each key ringed
+    too (not clickable). The query's ring goes under the lines and the keys' rings, so that a heavy key close to its
+    query stays visible."""
     keys = s.rows(int(s.sentence[chosen]))  # (N_s,) token indices of the query's sentence
     top = np.argsort(-row)[:LINES_TO]
     q_xy = p.q[chosen]
-    for j in top:
+    fig.add_trace(go.Scatter(
+        x=[q_xy[0]], y=[q_xy[1]], mode="markers", showlegend=False, hoverinfo="skip",
+        marker=dict(symbol="circle-open", size=22, color=SELECTED_COLOUR, line=dict(width=3))))
+    for j in top[::-1]:  # the heaviest drawn last: on top
         k_xy = p.k[keys[j]]
         fig.add_trace(go.Scatter(
             x=[q_xy[0], k_xy[0]], y=[q_xy[1], k_xy[1]], mode="lines", showlegend=False, hoverinfo="skip",
             line=dict(color=SELECTED_COLOUR, width=1 + 7 * float(row[j]))))
-    fig.add_trace(go.Scatter(
-        x=[q_xy[0]], y=[q_xy[1]], mode="markers", showlegend=False, hoverinfo="skip",
-        marker=dict(symbol="circle-open", size=22, color=SELECTED_COLOUR, line=dict(width=3))))
+        fig.add_trace(go.Scatter(
+            x=[k_xy[0]], y=[k_xy[1]], mode="markers", showlegend=False, hoverinfo="skip",
+            marker=dict(symbol="triangle-up-open", size=12 + 14 * float(row[j]), color=SELECTED_COLOUR,
+                        line=dict(width=2))))
 
 
 def attention_row_bars(tokens: list[str], row: np.ndarray, *, title: str, key: str, weight: str) -> go.Figure:

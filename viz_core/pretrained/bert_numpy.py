@@ -29,6 +29,7 @@ import numpy as np
 
 from .architecture import MINILM, Architecture
 from .result import DEFAULT_MODEL, DISPLAY_TOKEN_LIMIT, QKV, AttentionResult, HeadImportance, clean_text
+from .result import max_word_chars_of, unknown_causes
 from ..errors import InputError
 
 
@@ -307,8 +308,12 @@ class NumpyBert:
         result = AttentionResult(tokens=list(enc.tokens), weights=self.attention_weights(enc.ids, enc.type_ids),
                                  special=special, segments=segments, kind="encoder", n_input_tokens=n_full,
                                  truncated=n_full > n, unk_token=self.unk_token)
-        result.n_unknown = int(((ids == self.unk_id) & ~special).sum()) if self.unk_id is not None else 0
-        result.n_text_tokens = int((~special).sum())
+        unknown = (ids == self.unk_id) & ~special if self.unk_id is not None else np.zeros(n, dtype=bool)
+        result.n_unknown, result.n_text_tokens = int(unknown.sum()), int((~special).sum())
+        if result.n_unknown:
+            texts = (text, text_pair or "")
+            pieces = [texts[int(s or 0)][a:b] for u, s, (a, b) in zip(unknown, enc.sequence_ids, enc.offsets) if u]
+            result.unknown = unknown_causes(pieces, max_word_chars_of(self._tok.model))
         return result
 
 

@@ -101,11 +101,16 @@ class RealTrace:
 # ---------------------------------------------------------------- the prompt and the end of text
 def encode_prompt(m, prompt: str, max_tokens: int = MAX_PROMPT_TOKENS) -> tuple[list[int], int]:
     """(ids cut to max_tokens, tokens before the cut) of a prompt, with the tokenizer's own special tokens (Gemma's
-    <bos>). InputError lm.real_empty for a blank prompt."""
+    <bos>). A longer prompt keeps its end (the model continues the text from where it stops) and its leading special
+    token. InputError lm.real_empty for a blank prompt."""
     if not str(prompt or "").strip():
         raise InputError("lm.real_empty", "the prompt is empty: type a few words")
     ids = list(m.tokenize(clean_text(prompt), add_special_tokens=True)["input_ids"])
-    return ids[:max_tokens], len(ids)
+    if len(ids) <= max_tokens:
+        return ids, len(ids)
+    bos = getattr(m.tokenizer, "bos_token_id", None)
+    head = ids[:1] if bos is not None and ids[0] == bos else []
+    return head + ids[len(ids) - (max_tokens - len(head)):], len(ids)
 
 
 def eos_ids(m) -> set[int]:

@@ -130,11 +130,14 @@ def clearest_head(weights: np.ndarray) -> tuple[int, int]:
 
 @dataclass
 class SinkShares:
-    """Where each head puts its attention, averaged over queries 1..N-1 (query 0 of a causal map can only see
-    token 0)."""
+    """Where each head puts its attention, averaged over queries 1..N-1 for every kind of map: query 0 of a causal
+    map can see only token 0 (its share there is 1 by construction), and one rule for all maps keeps them comparable.
+    first_every says what including query 0 would give (it differs where query 0 sees every key: an encoder, cross
+    attention)."""
     first: np.ndarray      # (L, H): mean weight on token 0 (the attention sink of Xiao et al. 2023)
     special: np.ndarray    # (L, H): mean total weight on the other special tokens ([SEP], </s>, ...)
     rest: np.ndarray       # (L, H): mean total weight on every other token; first + special + rest = 1
+    first_every: np.ndarray | None = None  # (L, H): mean weight on token 0 over every query 0..N-1
 
 
 def sink_shares(weights: np.ndarray, special: np.ndarray) -> SinkShares:
@@ -154,7 +157,8 @@ def sink_shares(weights: np.ndarray, special: np.ndarray) -> SinkShares:
     first = rows[..., 0].mean(-1)  # (L, H)
     on_special = rows[..., other].sum(-1).mean(-1)  # (L, H)
     on_rest = rows[..., keep].sum(-1).mean(-1)  # (L, H)
-    return SinkShares(*(a.astype(np.float32) for a in (first, on_special, on_rest)))
+    every = weights[..., 0].mean(-1)  # (L, H)
+    return SinkShares(*(a.astype(np.float32) for a in (first, on_special, on_rest, every)))
 
 
 # ---------------------------------------------------------------- what attention says about token attribution

@@ -19,6 +19,7 @@ import numpy as np
 import torch
 
 from .result import DEFAULT_MODEL, DISPLAY_TOKEN_LIMIT, MAX_CHARS, QKV, AttentionResult, clean_text  # noqa: F401
+from .result import max_word_chars_of, unknown_causes
 from ..errors import InputError
 from ..hooks import thread_hooks
 from . import catalog, packaged
@@ -484,6 +485,8 @@ def attention_for(m: LoadedModel, text: str, text_pair: str | None = None,
                              n_input_tokens=n_full, truncated=n_full > ids.shape[1])
     result.n_unknown, result.n_text_tokens = _count_unknown(m.tokenizer, ids[0], special)
     result.unk_token = str(getattr(m.tokenizer, "unk_token", "") or "")
+    if result.n_unknown:
+        result.unknown = _unknown_causes(m, text, text_pair, ids.shape[1])
     if m.kind == "encoder-decoder":
         result.weights = _stack(out.encoder_attentions, m.n_layers, "encoder")
         n_dec = _n_layers(m.model.config, decoder=True)
@@ -505,6 +508,19 @@ def _count_unknown(tokenizer, ids: torch.Tensor, special: np.ndarray) -> tuple[i
     unk = getattr(tokenizer, "unk_token_id", None)
     n_unknown = int(((ids.numpy() == unk) & text).sum()) if unk is not None else 0
     return n_unknown, int(text.sum())
+
+
+def _unknown_causes(m: LoadedModel, text: str, text_pair: str | None, n: int):
+    """Why the text's unknown tokens are unknown (result.unknown_causes), from the text each one stands for: the
+    fast tokenizer's offsets; None for a tokenizer without them."""
+    tok = m.tokenizer
+    if not getattr(tok, "is_fast", False):
+        return None
+    enc = tok(text, text_pair, return_offsets_mapping=True, truncation=True, max_length=n)
+    unk, texts = tok.unk_token_id, (text, text_pair or "")
+    pieces = [texts[int(s or 0)][a:b] for i, s, (a, b) in zip(enc["input_ids"], enc.sequence_ids(), enc["offset_mapping"])
+              if i == unk and s is not None]
+    return unknown_causes(pieces, max_word_chars_of(tok.backend_tokenizer.model))
 
 
 def _decoder_inputs(m: LoadedModel, target_text: str | None) -> tuple[torch.Tensor, bool]:

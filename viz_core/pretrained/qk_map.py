@@ -99,6 +99,40 @@ def project(q: np.ndarray, k: np.ndarray) -> Projection:
     return Projection(xy[:n].astype(np.float32), xy[n:].astype(np.float32), kept)
 
 
+@dataclass(frozen=True)
+class Closeness:
+    """How far "near in the map" means "much weight" for one head, in the balanced space (every d_k dimension, the
+    map's two axes aside), each query against the keys of its own sentence."""
+    hit: float        # share of queries whose nearest key is their heaviest key (argmin |q_i - k_j| = argmax q_i . k_j)
+    chance: float     # the same share for a key drawn at random: the mean over queries of 1 / N_s
+    rank_corr: float  # mean over queries of Spearman's rank correlation of -|q_i - k_j| with the weight
+    n: int            # queries counted (sentences of two tokens or more)
+
+
+def closeness(q: np.ndarray, k: np.ndarray, sentence: np.ndarray) -> Closeness:
+    """Closeness of one head: q, k (N, d_k), sentence (N,). |q - k|^2 = |q|^2 + |k|^2 - 2 q . k, so the nearest key
+    is the heaviest only when the keys' lengths do not decide it: a longer key can win the dot product from farther
+    away. Balanced first (balance: every weight unchanged), as the map is."""
+    qb, kb = balance(q.astype(np.float64), k.astype(np.float64))
+    hits, chance, corr = [], [], []
+    for s in np.unique(sentence):
+        rows = np.flatnonzero(sentence == s)
+        if len(rows) < 2:
+            continue
+        qs, ks = qb[rows], kb[rows]  # (N_s, d_k)
+        dots = qs @ ks.T  # (N_s, N_s): the weight's order in each row
+        dist = np.linalg.norm(qs[:, None, :] - ks[None, :, :], axis=-1)  # (N_s, N_s)
+        hits += list(dist.argmin(1) == dots.argmax(1))
+        chance += [1.0 / len(rows)] * len(rows)
+        r_near, r_weight = (np.argsort(np.argsort(a, axis=1), axis=1).astype(np.float64) for a in (-dist, dots))
+        r_near -= r_near.mean(1, keepdims=True)
+        r_weight -= r_weight.mean(1, keepdims=True)
+        corr += list((r_near * r_weight).sum(1) / np.sqrt((r_near ** 2).sum(1) * (r_weight ** 2).sum(1)))
+    if not hits:
+        return Closeness(0.0, 0.0, 0.0, 0)
+    return Closeness(float(np.mean(hits)), float(np.mean(chance)), float(np.mean(corr)), len(hits))
+
+
 def attention_row(q_i: np.ndarray, k: np.ndarray) -> np.ndarray:
     """softmax_j(q_i . k_j / sqrt(d_k)): q_i (d_k,), k (N_s, d_k) -> (N_s,), the head's weights of that query."""
     scores = k.astype(np.float64) @ q_i.astype(np.float64) / np.sqrt(q_i.shape[-1])

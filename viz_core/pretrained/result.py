@@ -18,6 +18,49 @@ MAX_CHARS = 20_000          # longer text is cut before tokenising (the model se
 DISPLAY_TOKEN_LIMIT = 512   # cap for models without a position limit (T5's relative positions)
 METHODS = ("integrated_gradients",)  # token attribution methods
 MAX_STEPS = 256             # path points of integrated gradients at most
+UNKNOWN_CAUSES = ("long_word", "symbol", "script")
+
+
+@dataclass
+class UnknownCauses:
+    """Why the text's unknown tokens are unknown, from the text each one stands for:
+    - long_word: a word longer than the tokenizer's cap per word (WordPiece's max_input_chars_per_word, 100 for
+      BERT): it writes one unknown token for the whole word, whatever its letters;
+    - symbol: a piece with an emoji, symbol or control character the vocabulary has no entry for;
+    - script: letters of a script the vocabulary lacks (a language the model never read)."""
+    counts: dict[str, int]            # cause -> unknown tokens
+    examples: dict[str, list[str]]    # cause -> up to 5 distinct pieces of the text (long words shortened)
+    max_word_chars: int | None        # the tokenizer's cap per word, where it has one
+
+
+def unknown_cause(piece: str, max_word_chars: int | None) -> str:
+    """The cause (UNKNOWN_CAUSES) of one unknown token, from the text it stands for."""
+    if max_word_chars and len(piece) > max_word_chars:
+        return "long_word"
+    if any(unicodedata.category(c)[0] in "SC" or ord(c) >= 0x1F000 for c in piece):
+        return "symbol"
+    return "script"
+
+
+def unknown_causes(pieces: list[str], max_word_chars: int | None) -> UnknownCauses:
+    """UnknownCauses of the unknown tokens whose text pieces are `pieces` (in text order)."""
+    counts = {c: 0 for c in UNKNOWN_CAUSES}
+    examples: dict[str, list[str]] = {c: [] for c in UNKNOWN_CAUSES}
+    for piece in pieces:
+        cause = unknown_cause(piece, max_word_chars)
+        counts[cause] += 1
+        shown = piece if len(piece) <= 24 else f"{piece[:10]}…{piece[-10:]}"
+        if shown not in examples[cause] and len(examples[cause]) < 5:
+            examples[cause].append(shown)
+    return UnknownCauses(counts, examples, max_word_chars)
+
+
+def max_word_chars_of(tokenizer_model) -> int | None:
+    """WordPiece's cap per word of a `tokenizers` model (None for other models)."""
+    value = getattr(tokenizer_model, "max_input_chars_per_word", None)
+    return int(value) if isinstance(value, int) else None
+
+
 _CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f]")
 
 
@@ -43,6 +86,7 @@ class AttentionResult:
     n_unknown: int = 0                          # tokens of the text that became the unknown token ([UNK])
     n_text_tokens: int = 0                      # tokens of the text (special tokens not counted)
     unk_token: str = ""                         # the tokenizer's unknown token, e.g. "[UNK]"
+    unknown: "UnknownCauses | None" = None      # why those tokens are unknown (unknown_causes)
 
     def parts(self) -> tuple[str, ...]:
         """Which attention maps this result has: ("self",) or ("encoder", "decoder", "cross")."""

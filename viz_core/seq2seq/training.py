@@ -29,6 +29,7 @@ from ..errors import InputError
 from ..export import write_files, zip_bytes
 from .model import ModelConfig, Seq2SeqTransformer, count_parameters
 from .. import priority
+from ..seeding import RandomStream, unseeded
 from ..threads import thread_budget
 from ..uploads import parse_json, safetensors_header, zip_members
 from .tasks import BOS, EOS, PAD, RangeNote, Task, encode_batch, make_task, pairs_by_length, sample_batch
@@ -316,8 +317,10 @@ class Trainer:
         self.task, self.train_cfg = task, train_cfg or TrainConfig()
         self.model_cfg = fit_config(task, model_cfg or ModelConfig())
         self.device = torch.device(device) if device is not None else pick_device(self.train_cfg.force_cpu)
-        torch.manual_seed(self.train_cfg.seed)
-        self.model = Seq2SeqTransformer(self.model_cfg).to(self.device)
+        # initial weights and dropout masks come from this training's own random stream (viz_core.seeding)
+        self.random_stream = RandomStream(self.train_cfg.seed, self.device)
+        with self.random_stream.active():
+            self.model = Seq2SeqTransformer(self.model_cfg).to(self.device)
         self.opt = torch.optim.Adam(self.model.parameters(), lr=0.0, betas=(self.train_cfg.beta1, self.train_cfg.beta2),
                                     eps=self.train_cfg.eps)
         self.rng = random.Random(self.train_cfg.seed)
@@ -405,7 +408,8 @@ class Trainer:
         lr = noam_lr(self.step, self.model_cfg.d_model, self.train_cfg.warmup, self.train_cfg.lr_factor)
         for group in self.opt.param_groups:
             group["lr"] = lr
-        logits, _ = self.model(src, tgt_in)  # (B, N_tgt, V)
+        with self.random_stream.active():  # dropout
+            logits, _ = self.model(src, tgt_in)  # (B, N_tgt, V)
         loss = label_smoothed_loss(logits, tgt_out, self.train_cfg.label_smoothing)
         self.opt.zero_grad(set_to_none=True)
         loss.backward()
@@ -730,7 +734,8 @@ def load_checkpoint_files(files: dict[str, bytes]) -> Translator:
                          need=f"{need / 2**20:.0f}", limit=f"{MEMORY_LIMIT_BYTES / 2**20:.0f}")
     expected = _expected_shapes(model_cfg)
     _check_header(safetensors_header(files[WEIGHTS], WEIGHTS), expected)
-    model = Seq2SeqTransformer(model_cfg)
+    with unseeded():  # initial weights that the checkpoint's replace
+        model = Seq2SeqTransformer(model_cfg)
     _load_weights(model, files[WEIGHTS])
     snapshots = _load_snapshots(files.get(SNAPSHOTS), model_cfg)
     return Translator(model, task, train_cfg, config["history"], snapshots, config["info"])

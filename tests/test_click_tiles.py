@@ -1,0 +1,136 @@
+"""Clickable maps resolve a click to the tile under it: every layer x head map (grid, statistics, sinks,
+head scores, importance) and the ranking's bars mark their point trace with viz_core.plots.common.tiles(), and the
+chart element's browser side (app_pages/_ui/chart.py, tileAt, run here in Node on the figure's own data and a stand-in
+for plotly's axes) finds the tile under a point anywhere in it: centre, edges, corners, tiny tiles (a phone's 13 px
+cells) and wide ones. The browser test (tests/browser/test_taps.py) taps the real pages."""
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+
+import numpy as np
+import plotly.io as pio
+import pytest
+
+from app_pages._ui import chart
+from viz_core.plots import attention, compare, importance
+from viz_core.plots.common import tiles
+from viz_core.pretrained.compare import Ranked
+
+L, H = 6, 12
+FRACTIONS = (0.02, 0.5, 0.98)  # where in a tile: near one edge, the centre, near the other
+
+
+def _grid():
+    return attention.model_grid(np.random.default_rng(0).random((L, H, 8, 8)), thumb=4)
+
+
+def _stats():
+    return attention.stats_map(np.random.default_rng(1).random((L, H)), title="t", value_name="v",
+                               layer_label="layer", head_label="head", selected=(3, 5))
+
+
+def _importance():
+    return importance.importance_map(np.random.default_rng(2).normal(size=(L, H)), title="t", value_name="v",
+                                     layer_label="layer", head_label="head", selected=(3, 5))
+
+
+def _bars():
+    ranked = Ranked(layer=np.arange(12) % L, head=(np.arange(12) * 5) % H, distance=np.linspace(1, 0.001, 12))
+    return compare.ranking_bars(ranked, title="t", value="v", layer_label="layer", head_label="head")
+
+
+MAPS = {"grid": _grid, "stats": _stats, "importance": _importance}
+
+_NODE = r"""
+const [js, spec] = JSON.parse(require("fs").readFileSync(0, "utf8"));
+const tileAt = new Function(js + "\nreturn tileAt;")();
+function axis(a, y) {  // plotly's axis as tileAt uses it: c2p in px from _offset (range[0] at the left / bottom)
+  const [r0, r1] = a.range, cats = a.categories;
+  return { _offset: a.offset, _length: a.length, d2c: (d) => (cats ? cats.indexOf(d) : d),
+           c2p: (c) => (y ? (r1 - c) / (r1 - r0) : (c - r0) / (r1 - r0)) * a.length };
+}
+const layout = { xaxis: axis(spec.xaxis, false), yaxis: axis(spec.yaxis, true) };
+const gd = { data: spec.data, _fullLayout: layout, querySelector: () => ({ getBoundingClientRect: () => ({ left: 7, top: 11 }) }),
+  _fullData: spec.data.map((t) => Object.assign({ xaxis: "x", yaxis: "y", visible: true }, t)) };
+console.log(JSON.stringify(spec.clicks.map(([x, y]) => tileAt(gd, { clientX: 7 + x, clientY: 11 + y }))));
+"""
+
+
+def _tile_js() -> str:
+    """tileAt and what it needs, cut from the element's script."""
+    start, end = chart.JS.find("const plain ="), chart.JS.find("function listenTaps")
+    assert start >= 0 and end > start, "the chart element has no tileAt"
+    return chart.JS[start:end]
+
+
+def _resolve(fig, xaxis: dict, yaxis: dict, clicks: list[tuple[float, float]]) -> list[dict | None]:
+    if not shutil.which("node"):
+        pytest.skip("node is not installed")
+    data = json.loads(pio.to_json(fig, validate=False))["data"]
+    for t in data:  # plotly.js decodes numpy's binary arrays ("bdata") itself; here: plain lists
+        for k in ("x", "y", "customdata"):
+            if isinstance(t.get(k), dict) and "bdata" in t[k]:
+                t[k] = np.asarray(getattr(fig.data[data.index(t)], k)).tolist()
+    spec = dict(data=data, xaxis=xaxis, yaxis=yaxis, clicks=clicks)
+    out = subprocess.run(["node", "-e", _NODE], input=json.dumps([_tile_js(), spec]), capture_output=True,
+                         text=True, timeout=60)
+    assert out.returncode == 0, out.stderr
+    return json.loads(out.stdout)
+
+
+def _tiled(fig) -> int:
+    marked = [i for i, t in enumerate(fig.data) if t.meta]
+    assert len(marked) == 1 and fig.data[marked[0]].meta == tiles("xy" if fig.data[0].type == "heatmap" else "y")
+    return marked[0]
+
+
+def test_tiles_names_the_axes_of_the_lattice():
+    assert tiles() == {"tiles": "xy"} and tiles("y") == {"tiles": "y"}
+    with pytest.raises(ValueError):
+        tiles("z")
+
+
+@pytest.mark.parametrize("name", sorted(MAPS))
+@pytest.mark.parametrize("px", [(13, 43), (24, 24), (60, 48)])  # a tile's width, height: a phone's to a desktop's
+def test_a_click_anywhere_in_a_tile_opens_its_head(name, px):
+    fig = MAPS[name]()
+    curve = _tiled(fig)
+    assert curve == 1  # the curve the pages read (attention.open_head, heads._clicked, importance._open_on_click)
+    s = 4 if name == "grid" else 1  # data units per tile (the grid: 4 x 4 thumbnails)
+    w, h = px
+    xaxis = dict(range=[-0.5, H * s - 0.5], offset=30, length=H * w)
+    yaxis = dict(range=[L * s - 0.5, -0.5], offset=50, length=L * h)  # layer 0 at the top
+    cells = [(layer, head) for layer in range(L) for head in range(H)]
+    clicks = [(30 + (head + fx) * w, 50 + (layer + fy) * h) for layer, head in cells for fx in FRACTIONS
+              for fy in FRACTIONS]
+    got = _resolve(fig, xaxis, yaxis, clicks)
+    want = [layer * H + head for layer, head in cells for _ in FRACTIONS for _ in FRACTIONS]
+    assert [p["point_index"] for p in got] == want
+    assert {p["curve_number"] for p in got} == {curve}
+    assert all(p["customdata"][:2] == [p["point_index"] // H, p["point_index"] % H] for p in got)
+    off = _resolve(fig, xaxis, yaxis, [(29, 60), (40, 49), (31 + H * w, 60), (40, 51 + L * h)])
+    assert off == [None] * 4  # off the plot: nothing
+
+
+def test_a_tap_anywhere_in_a_bars_row_opens_its_head():
+    """However short the bar: its row, across the plot (the smallest bar here is 0.1 % of the widest)."""
+    fig = _bars()
+    curve = _tiled(fig)
+    labels = list(fig.data[curve].y)
+    n = len(labels)
+    xaxis = dict(range=[0, 1.18], offset=120, length=250)
+    yaxis = dict(range=[n - 0.5, -0.5], offset=50, length=28 * n, categories=labels)  # the largest at the top
+    clicks = [(120 + fx * 250, 50 + (i + fy) * 28) for i in range(n) for fx in (0.01, 0.5, 0.99) for fy in FRACTIONS]
+    got = _resolve(fig, xaxis, yaxis, clicks)
+    assert [p["point_index"] for p in got] == [i for i in range(n) for _ in range(3) for _ in FRACTIONS]
+    assert all(p["y"] == labels[p["point_index"]] for p in got)
+
+
+def test_tiled_maps_take_clicks_from_the_pointer_not_plotlys_hit_test():
+    """The element listens to pointer events (mouse and finger alike), on the window for the release (plotly covers
+    the page while a mouse button is down), and plotly selects nothing on a map of tiles."""
+    js = chart.JS
+    assert 'addEventListener("pointerdown"' in js and 'addEventListener("pointerup", up, true)' in js
+    assert 'fig.layout.clickmode = "none"' in js
