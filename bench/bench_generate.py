@@ -16,7 +16,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import random
-import statistics
 import sys
 from pathlib import Path
 
@@ -27,6 +26,7 @@ sys.path.insert(0, str(ROOT / "bench"))
 sys.path.insert(0, str(ROOT))
 
 import bench_browser as bb  # noqa: E402 - the same server start / stop
+from bench_rerun_cpu import print_table  # noqa: E402 - the same table
 from st_protocol import Session  # noqa: E402
 
 ACTIONS = ("prompt", "kv_switch")
@@ -85,14 +85,8 @@ def main(argv=None) -> int:
     args = p.parse_args(argv)
     roots = [Path(r).resolve() for r in args.app_root]
     out = asyncio.run(run(roots, args.rounds, args.actions))
-    print(f"\nserver CPU per action (user + system), medians of {args.rounds} rounds of {args.actions}; "
-          "rerun -> script_finished median")
-    print("\n| action | " + " | ".join(str(r) for r in roots) + " |\n|---|" + "---|" * len(roots))
-    for kind in ACTIONS:
-        cells = (f"{statistics.median(out[r][kind]['cpu']) * 1000:.0f} ms CPU "
-                 f"({min(out[r][kind]['cpu']) * 1000:.0f}–{max(out[r][kind]['cpu']) * 1000:.0f}); "
-                 f"{statistics.median(out[r][kind]['lat']) * 1000:.0f} ms" for r in roots)
-        print(f"| {kind} | " + " | ".join(cells) + " |")
+    print_table(out, roots, ACTIONS, f"server CPU per action (user + system), medians of {args.rounds} rounds of "
+                f"{args.actions}; rerun -> script_finished median")
     return 0
 
 

@@ -88,15 +88,21 @@ def main(argv=None) -> int:
     args = p.parse_args(argv)
     roots = [Path(r).resolve() for r in args.app_root]
     out = asyncio.run(run(roots, args.rounds, args.actions, args.model))
-    print(f"\nserver CPU per Attention rerun (user + system), medians of {args.rounds} rounds of {args.actions}; "
-          "rerun -> script_finished median")
+    print_table(out, roots, ACTIONS, f"server CPU per Attention rerun (user + system), medians of {args.rounds} "
+                f"rounds of {args.actions}; rerun -> script_finished median")
+    return 0
+
+
+def print_table(out: dict, roots: list[Path], actions: tuple[str, ...], heading: str) -> None:
+    """A markdown table, a row per action and a column per tree: the median CPU per action (its rounds' range) and
+    the median latency. out: {root: {action: {"cpu": [per round], "lat": [per action]}}}."""
+    print(f"\n{heading}")
     print("\n| action | " + " | ".join(str(r) for r in roots) + " |\n|---|" + "---|" * len(roots))
-    for kind in ACTIONS:
+    for kind in actions:
         cells = (f"{statistics.median(out[r][kind]['cpu']) * 1000:.0f} ms CPU "
                  f"({min(out[r][kind]['cpu']) * 1000:.0f}–{max(out[r][kind]['cpu']) * 1000:.0f}); "
                  f"{statistics.median(out[r][kind]['lat']) * 1000:.0f} ms" for r in roots)
         print(f"| {kind} | " + " | ".join(cells) + " |")
-    return 0
 
 
 if __name__ == "__main__":
