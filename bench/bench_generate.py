@@ -19,14 +19,12 @@ import random
 import sys
 from pathlib import Path
 
-import psutil
-
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "bench"))
 sys.path.insert(0, str(ROOT))
 
 import bench_browser as bb  # noqa: E402 - the same server start / stop
-from bench_rerun_cpu import print_table  # noqa: E402 - the same table
+from bench_rerun_cpu import interleaved, print_table  # noqa: E402 - the same runner and table
 from st_protocol import Session  # noqa: E402
 
 ACTIONS = ("prompt", "kv_switch")
@@ -43,38 +41,17 @@ async def one_action(s: Session, kind: str, rng: random.Random, step: int) -> fl
     return run.latency
 
 
-async def measure(sessions: dict, procs: dict, order: list, n: int, out: dict, rng: random.Random) -> None:
-    for root in order:
-        for kind in ACTIONS:
-            s = sessions[root, kind]
-            before = sum(procs[root].cpu_times()[:2])
-            lat = [await one_action(s, kind, rng, i) for i in range(n)]
-            out[root][kind]["cpu"].append((sum(procs[root].cpu_times()[:2]) - before) / n)
-            out[root][kind]["lat"] += lat
-
-
 async def run(roots: list[Path], rounds: int, n: int) -> dict:
-    servers = {r: bb.Server(root=r) for r in roots}
-    out = {r: {k: {"cpu": [], "lat": []} for k in ACTIONS} for r in roots}
-    try:
-        for server in servers.values():
-            bb.wait_healthy(server.url, 120)
-        procs = {r: psutil.Process(servers[r].proc.pid) for r in roots}
-        sessions = {(r, k): Session(servers[r].url, timeout=180) for r in roots for k in ACTIONS}
-        for (r, kind), s in sessions.items():  # one tab per action, each opened at its own tab of the page
+    async def open_tabs(url: str) -> dict:  # one tab per action, each opened at its own tab of the page
+        tabs = {}
+        for kind in ACTIONS:
+            tabs[kind] = s = Session(url, timeout=180)
             await s.connect()
             await s.open("/language_model", "lang=en&tab=" + ("generate" if kind == "prompt" else "cache"))
-        await asyncio.sleep(15)  # the warm-up and the background timing measurement end before anything is timed
-        rng = random.Random(0)
-        await measure(sessions, procs, roots, 3, {r: {k: {"cpu": [], "lat": []} for k in ACTIONS} for r in roots}, rng)
-        for i in range(rounds):
-            await measure(sessions, procs, roots if i % 2 == 0 else roots[::-1], n, out, rng)
-        for s in sessions.values():
-            await s.close()
-    finally:
-        for server in servers.values():
-            bb.stop_server(server.proc)
-    return out
+        return tabs
+
+    # settle: the warm-up and the background timing measurement end before anything is timed
+    return await interleaved(roots, ACTIONS, rounds, n, open_tabs, one_action, settle_s=15)
 
 
 def main(argv=None) -> int:

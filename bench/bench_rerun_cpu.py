@@ -46,37 +46,50 @@ async def one_action(s: Session, kind: str, rng: random.Random) -> float:
     return run.latency
 
 
-async def measure(sessions: dict, procs: dict, order: list, n: int, out: dict, rng: random.Random) -> None:
-    for root in order:
-        for kind in ACTIONS:
-            before = sum(procs[root].cpu_times()[:2])
-            lat = [await one_action(sessions[root], kind, rng) for _ in range(n)]
-            out[root][kind]["cpu"].append((sum(procs[root].cpu_times()[:2]) - before) / n)
-            out[root][kind]["lat"] += lat
-
-
-async def run(roots: list[Path], rounds: int, n: int, model: str = "") -> dict:
+async def interleaved(roots: list[Path], actions: tuple[str, ...], rounds: int, n: int, open_tabs, act,
+                      settle_s: float = 10) -> dict:
+    """One server per tree; open_tabs(url) -> {action: an opened Session}; act(session, action, rng, i) -> a rerun's
+    latency. After settle_s (the warm-up) and a warm-up round of 3, `rounds` rounds of n actions each, the trees in
+    alternating order; returns {root: {action: {"cpu": [per round, per action], "lat": [per action]}}}, the CPU being
+    the server process's user + system time."""
     servers = {r: bb.Server(root=r) for r in roots}
-    out = {r: {k: {"cpu": [], "lat": []} for k in ACTIONS} for r in roots}
+    out = {r: {k: {"cpu": [], "lat": []} for k in actions} for r in roots}
+
+    async def measure(order: list, count: int, into: dict) -> None:
+        for root in order:
+            for kind in actions:
+                before = sum(procs[root].cpu_times()[:2])
+                lat = [await act(tabs[root][kind], kind, rng, i) for i in range(count)]
+                into[root][kind]["cpu"].append((sum(procs[root].cpu_times()[:2]) - before) / count)
+                into[root][kind]["lat"] += lat
+
     try:
         for server in servers.values():
             bb.wait_healthy(server.url, 120)
         procs = {r: psutil.Process(servers[r].proc.pid) for r in roots}
-        sessions = {r: Session(servers[r].url, timeout=120) for r in roots}
-        for r in roots:
-            await sessions[r].connect()
-            await sessions[r].open("/", "lang=en" + (f"&model={model}" if model else ""))
-        await asyncio.sleep(10)  # the warm-up (imports, the model) ends before the first action is timed
+        tabs = {r: await open_tabs(servers[r].url) for r in roots}
+        await asyncio.sleep(settle_s)  # the warm-up (imports, the model) ends before the first action is timed
         rng = random.Random(0)
-        await measure(sessions, procs, roots, 3, {r: {k: {"cpu": [], "lat": []} for k in ACTIONS} for r in roots}, rng)
+        await measure(roots, 3, {r: {k: {"cpu": [], "lat": []} for k in actions} for r in roots})
         for i in range(rounds):
-            await measure(sessions, procs, roots if i % 2 == 0 else roots[::-1], n, out, rng)
-        for s in sessions.values():
-            await s.close()
+            await measure(roots if i % 2 == 0 else roots[::-1], n, out)
+        for by_kind in tabs.values():
+            for s in {id(s): s for s in by_kind.values()}.values():  # a tab shared by actions closes once
+                await s.close()
     finally:
         for server in servers.values():
             bb.stop_server(server.proc)
     return out
+
+
+async def run(roots: list[Path], rounds: int, n: int, model: str = "") -> dict:
+    async def open_tabs(url: str) -> dict:
+        s = Session(url, timeout=120)
+        await s.connect()
+        await s.open("/", "lang=en" + (f"&model={model}" if model else ""))
+        return {kind: s for kind in ACTIONS}  # one tab for both actions
+
+    return await interleaved(roots, ACTIONS, rounds, n, open_tabs, lambda s, kind, rng, _i: one_action(s, kind, rng))
 
 
 def main(argv=None) -> int:
