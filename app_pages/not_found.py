@@ -10,7 +10,13 @@ t = ui.t
 state.begin(NOT_FOUND)
 st.title(t("common.not_found_title"))
 st.write(t("common.not_found_body"))
-st.code("/" + st.session_state.get(ASKED, ""), language=None)  # the visitor's text, shown as text
+# The asked name stays in the address (?path=), so a reload or a browser that reconnects under load (a new session,
+# or a rerun that no longer names the page) still shows what was asked.
+asked = st.session_state.pop(ASKED, None)
+if asked is None:
+    asked = st.query_params.get("path", "")
+state.commit("path", asked, "")
+st.code("/" + asked, language=None)  # the visitor's text, shown as text
 lang = ui.lang()
 st.page_link(f"app_pages/{DEFAULT_PAGE}.py", label=t("common.not_found_home"), icon=":material/home:",
              query_params=state.link_params(lang, {}))

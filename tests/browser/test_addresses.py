@@ -2,9 +2,10 @@
 in the visitor's language with a link home (app_pages/_ui/nav.route_by_name)."""
 from __future__ import annotations
 
-from urllib.parse import urlparse
+from urllib.parse import parse_qs, urlparse
 
 import pytest
+from playwright.sync_api import expect
 
 from app_pages._ui.nav import DEFAULT_PAGE, PAGES
 from tests.browser.conftest import assert_no_exception, screenshot, wait_done
@@ -43,7 +44,13 @@ def test_an_unknown_address_says_so_in_the_visitors_language(open_page, lang):
     page = open_page(f"/no-such-page?lang={lang}")
     assert_no_exception(page)
     assert _title(page) == t("common.not_found_title", lang)
-    assert page.get_by_text("/no-such-page").count() == 1, "the asked address is not shown"
+    expect(page.get_by_text("/no-such-page")).to_have_count(1)  # the asked address is shown
+    assert parse_qs(urlparse(page.url).query).get("path") == ["no-such-page"], "the address forgot what was asked"
+    page.reload()  # a reload (a new session) still says what was asked
+    wait_done(page)
+    assert_no_exception(page)
+    assert _title(page) == t("common.not_found_title", lang)
+    expect(page.get_by_text("/no-such-page")).to_have_count(1)
     screenshot(page, f"not-found-{lang}")
     page.locator("[data-testid='stMain'] [data-testid='stPageLink-NavLink']").filter(
         has_text=t("common.not_found_home", lang)).click()
