@@ -70,7 +70,7 @@ def _resolve(fig, xaxis: dict, yaxis: dict, clicks: list[tuple[float, float]]) -
         pytest.skip("node is not installed")
     data = json.loads(pio.to_json(fig, validate=False))["data"]
     for t in data:  # plotly.js decodes numpy's binary arrays ("bdata") itself; here: plain lists
-        for k in ("x", "y", "customdata"):
+        for k in ("x", "y", "z", "customdata"):
             if isinstance(t.get(k), dict) and "bdata" in t[k]:
                 t[k] = np.asarray(getattr(fig.data[data.index(t)], k)).tolist()
     spec = dict(data=data, xaxis=xaxis, yaxis=yaxis, clicks=clicks)
@@ -126,6 +126,34 @@ def test_a_tap_anywhere_in_a_bars_row_opens_its_head():
     got = _resolve(fig, xaxis, yaxis, clicks)
     assert [p["point_index"] for p in got] == [i for i in range(n) for _ in range(3) for _ in FRACTIONS]
     assert all(p["y"] == labels[p["point_index"]] for p in got)
+
+
+def test_a_click_anywhere_in_a_cell_of_the_race_grid_reports_the_cells_centre():
+    """Optimizers' race figure: its click grid is an invisible heatmap (one picture, not a marker per point); a click
+    anywhere in a cell reports that cell's centre, the start point the page sets (app_pages/optimizers.apply_click)."""
+    from viz_core import optimizers as opt
+    from viz_core import surfaces
+    from viz_core.plots import optimizers as plots
+
+    s = surfaces.SURFACES["bowl"]
+    result = opt.race(opt.RaceConfig("bowl", s.start, 20, tuple(opt.RacerSpec(n, s.lr, ()) for n in opt.CLASSIC)))
+    coarse = surfaces.surface_grid(s, 7)
+    labels = {k: k for k in ("x", "y", "loss", "log_level", "minimum", "start", "click", "play", "pause", "step",
+                             "contour_title", "fit_title")}
+    fig = plots.race_figure(surfaces.surface_grid(s, 30), coarse, result.trajectories, {n: n for n in opt.CLASSIC},
+                            labels, x_range=s.x_range, y_range=s.y_range, minima=s.minima, start=s.start)
+    assert [i for i, t in enumerate(fig.data) if t.meta] == [1]  # the curve the page reads (CLICK_TRACE)
+    xs, ys = coarse.xs, coarse.ys
+    dx, dy = xs[1] - xs[0], ys[1] - ys[0]
+    xaxis = dict(range=[xs[0] - dx / 2, xs[-1] + dx / 2], offset=60, length=7 * 50)
+    yaxis = dict(range=[ys[0] - dy / 2, ys[-1] + dy / 2], offset=40, length=7 * 40)  # plotly's y grows upwards
+    cells = [(r, c) for r in range(7) for c in range(7)]
+    clicks = [(60 + (c + fx) * 50, 40 + (6 - r + fy) * 40) for r, c in cells for fx in FRACTIONS for fy in FRACTIONS]
+    got = _resolve(fig, xaxis, yaxis, clicks)
+    assert [tuple(p["point_index"]) for p in got] == [cell for cell in cells for _ in FRACTIONS for _ in FRACTIONS]
+    assert all(p["curve_number"] == 1 for p in got)
+    np.testing.assert_allclose([(p["x"], p["y"]) for p in got], [(xs[c], ys[r]) for r, c in cells
+                                                                 for _ in FRACTIONS for _ in FRACTIONS], rtol=1e-6)
 
 
 def test_tiled_maps_take_clicks_from_the_pointer_not_plotlys_hit_test():

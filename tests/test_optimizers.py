@@ -347,7 +347,9 @@ def test_race_figure_animation():
     n_static = len(d["data"]) - 15                                               # 15 moving: trails, heads, lines
     assert all(f["data"][i] == {} for f in d["frames"] for i in range(n_static))  # static traces: re-plotted only
     assert len(d["layout"]["updatemenus"][0]["buttons"]) == 2 and len(d["layout"]["sliders"][0]["steps"]) == 31
-    assert d["data"][1]["marker"]["opacity"] == 0 and len(d["data"][1]["x"]["bdata"]) > 0   # the click grid
+    click = d["data"][1]                           # the click grid: an invisible heatmap of the coarse grid's loss
+    assert click["type"] == "heatmap" and click["opacity"] == 0 and click["meta"] == {"tiles": "xy"}
+    assert _values(click["z"]).size == 11 * 11 and "%{z" in click["hovertemplate"]
     assert d["layout"]["images"][0]["source"].startswith("data:image/png;base64,")
     png = base64.b64decode(d["layout"]["images"][0]["source"].split(",", 1)[1])
     assert png[:8] == b"\x89PNG\r\n\x1a\n"

@@ -163,8 +163,8 @@ function point(p) {  // a clicked point as st.plotly_chart reports it (the field
 }
 // A map whose points own tiles (a trace with meta.tiles, viz_core.plots.common.tiles): a click or tap reports the
 // point whose tile holds it, found here from the axes (each point owns the cell up to halfway to its neighbours along
-// meta.tiles, "xy" or "y": the nearest centre). Exact at any width; plotly's hit test on px-sized invisible markers
-// was not (they overlapped on a phone).
+// meta.tiles, "xy" or "y": the nearest centre; a heatmap reports its cell, [row, column]). Exact at any width;
+// plotly's hit test on px-sized invisible markers was not (they overlapped on a phone).
 const plain = (v) => (ArrayBuffer.isView(v) ? Array.from(v) : v);
 function tiled(gd) { return (gd.data || []).some((t) => t.meta && t.meta.tiles); }
 function tileAt(gd, e) {
@@ -178,6 +178,20 @@ function tileAt(gd, e) {
     const px = e.clientX - box.left - xa._offset, py = e.clientY - box.top - ya._offset;
     if (px < 0 || px > xa._length || py < 0 || py > ya._length) continue;  // off the plot: no tile
     const xs = t.x || [], ys = t.y || [], n = Math.max(xs.length, ys.length);
+    if (t.type === "heatmap") {  // a grid of cells: the nearest column centre and the nearest row centre
+      const near = (vals, ax, p) => {
+        let best = -1, bestD = Infinity;
+        for (let j = 0; j < vals.length; j++) {
+          const d = Math.abs(ax.c2p(ax.d2c(vals[j])) - p);
+          if (d < bestD) { bestD = d; best = j; }
+        }
+        return best;
+      };
+      const col = near(xs, xa, px), row = near(ys, ya, py);
+      if (col < 0 || row < 0) continue;
+      return { curve_number: i, point_number: [row, col], point_index: [row, col], x: plain(xs[col]),
+               y: plain(ys[row]) };
+    }
     const X = how.includes("x"), Y = how.includes("y");
     let best = -1, bestD = Infinity;
     for (let j = 0; j < n; j++) {

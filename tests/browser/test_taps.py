@@ -103,3 +103,42 @@ def test_phone_tap_opens_the_tapped_head(open_page, view):
 def test_mouse_click_opens_the_clicked_head(open_page, view):
     """1024 px wide, a mouse: the same, where the old targets already overlapped."""
     _each_tile_opens_its_head(open_page, view, 1024, touch=False)
+
+
+# JS: the client point of the race figure's click grid (its invisible heatmap) at cell (row, col), near a corner
+_RACE_CELL = """([row, col, fx, fy]) => {
+  const gd = document.querySelector(".st-key-optimizers-race_chart .js-plotly-plot");
+  if (!gd || !gd._fullLayout || !gd.calcdata) return null;
+  gd.scrollIntoView({ block: "center" });
+  const i = gd._fullData.findIndex((t) => t.type === "heatmap"), cd = gd.calcdata[i][0];
+  const xa = gd._fullLayout.xaxis, ya = gd._fullLayout.yaxis;
+  const svg = gd.querySelector(".main-svg").getBoundingClientRect();
+  const px = (a, edges, k, f) => a._offset + a.l2p(a.c2l(edges[k])) * (1 - f) + a.l2p(a.c2l(edges[k + 1])) * f;
+  return { x: svg.left + px(xa, cd.x, col, fx), y: svg.top + px(ya, cd.y, row, fy), cx: gd._fullData[i].x[col],
+           cy: gd._fullData[i].y[row], n: cd.z.length };
+}"""
+
+
+def test_phone_tap_on_the_race_sets_the_start_to_the_tapped_cell(open_page):
+    """Optimizers, 390 px, a finger: a tap near a corner of a cell of the race figure's click grid starts the race
+    at that cell's centre (what its hover label shows), not at a neighbour's."""
+    page = open_page("/optimizers?lang=en&surface=bowl", width=390, height=844, touch=True)
+    page.wait_for_function("() => { const g = document.querySelector('.st-key-optimizers-race_chart .js-plotly-plot');"
+                           " return !!(g && g.calcdata); }", timeout=60_000)
+    for row, col, fx, fy in ((15, 17, 0.1, 0.9), (4, 3, 0.9, 0.1)):
+        page.evaluate(_RACE_CELL, [row, col, fx, fy])  # scrolled into view first
+        cell = page.evaluate(_RACE_CELL, [row, col, fx, fy])
+        assert cell and cell["n"] == 21, cell
+        page.touchscreen.tap(cell["x"], cell["y"])
+        want = (round(cell["cx"], 3), round(cell["cy"], 3))
+        page.wait_for_function("""(w) => {
+            const v = [...document.querySelectorAll("[data-testid='stNumberInput'] input")].slice(0, 2)
+              .map((e) => parseFloat(e.value));
+            return Math.abs(v[0] - w[0]) < 1e-3 && Math.abs(v[1] - w[1]) < 1e-3; }""",
+                               arg=list(want), timeout=15_000)
+        wait_done(page)
+        start = page.locator("[data-testid='stNumberInput'] input").evaluate_all(
+            "els => els.slice(0, 2).map(e => parseFloat(e.value))")
+        assert start == pytest.approx(list(want), abs=1e-3), (start, want)
+        assert_no_exception(page)
+    screenshot(page, "taps-race-390")

@@ -14,7 +14,7 @@ import plotly.graph_objects as go
 from plotly.colors import sample_colorscale
 from plotly.subplots import make_subplots
 
-from .common import LINE_COLOURS, set_frames
+from .common import LINE_COLOURS, set_frames, tiles
 
 ORDER = ("sgd", "momentum", "adagrad", "rmsprop", "adam", "adamw", "nadam")
 COLOURS = {name: LINE_COLOURS[i] for i, name in enumerate(ORDER)}
@@ -91,13 +91,14 @@ def _surface_background(fig, grid, x_range, y_range, labels, log_levels: bool) -
 def _static_traces(fig, grid, hover_grid, x_range, y_range, minima, start, labels, log_levels: bool) -> None:
     """Surface picture, the invisible click / hover grid, minima, start point: what never moves (left panel)."""
     _surface_background(fig, grid, x_range, y_range, labels, log_levels)
-    gx, gy = np.meshgrid(hover_grid.xs, hover_grid.ys)                          # (n, n) each
-    fig.add_trace(go.Scatter(
-        x=gx.ravel().astype(np.float32), y=gy.ravel().astype(np.float32), mode="markers", name="click",
-        customdata=hover_grid.loss.ravel().astype(np.float32), showlegend=False,
-        marker=dict(size=9, opacity=0), selected=dict(marker=dict(opacity=0)), unselected=dict(marker=dict(opacity=0)),
+    # An invisible heatmap of the coarse grid: one picture for the browser to lay out, where one invisible marker per
+    # point was hundreds of SVG elements (a third of the figure's drawing time on every page switch). Its cells show
+    # the loss on hover; a click or tap anywhere in one reports the cell's centre (meta: tiles, the chart element).
+    fig.add_trace(go.Heatmap(
+        x=hover_grid.xs.astype(np.float32), y=hover_grid.ys.astype(np.float32),
+        z=hover_grid.loss.astype(np.float32), name="click", opacity=0, showscale=False, meta=tiles("xy"),
         hovertemplate=(f"{labels['x']}: %{{x:.2f}}<br>{labels['y']}: %{{y:.2f}}<br>{labels['loss']}: "
-                       f"%{{customdata:.4g}}<br><i>{labels['click']}</i><extra></extra>")), row=1, col=1)
+                       f"%{{z:.4g}}<br><i>{labels['click']}</i><extra></extra>")), row=1, col=1)
     mins = np.asarray(minima)
     fig.add_trace(go.Scatter(
         x=mins[:, 0], y=mins[:, 1], mode="markers", name=labels["minimum"],
@@ -142,8 +143,9 @@ def race_figure(grid, hover_grid, trajs: Sequence, names: Mapping[str, str], lab
                 fit: tuple[np.ndarray, np.ndarray] | None = None,
                 n_frames: int = 40, frame_ms: int = 60, height: int = 620) -> go.Figure:
     """The surface (grid: a fine SurfaceGrid, drawn as a banded picture) with every trajectory, animated: play /
-    pause buttons and a step slider. hover_grid (a coarse SurfaceGrid) places invisible points that show the loss
-    on hover and can be clicked (st.plotly_chart selection) to choose a start point.
+    pause buttons and a step slider. hover_grid (a coarse SurfaceGrid) is an invisible heatmap whose cells show the
+    loss on hover and can be clicked (the chart element's selection, x and y of the cell's centre) to choose a start
+    point.
 
     The full paths are drawn faintly; the frames move each racer's head and redraw its trail up to that step.
     fit=(x, y) adds a second panel with the data points and each racer's current line (the line-fit surface).
