@@ -186,7 +186,7 @@ def race_figure(grid, hover_grid, trajs: Sequence, names: Mapping[str, str], lab
     top = 100 if fit is not None else 60      # room for the subplot titles under the legend
     # margins as wide as Chromium's automargin makes them (tick labels, colour bar, buttons and step slider under
     # the plot), so the browser draws this heavy figure once instead of twice
-    fig.update_layout(height=height, margin=dict(l=68, r=16 if fit is not None else 100, t=top,
+    fig.update_layout(height=height, margin=dict(l=74, r=16 if fit is not None else 100, t=top,
                                                  b=180 if fit is not None else 188), hovermode="closest",
                       legend=dict(orientation="h", yanchor="bottom", y=1.1 if fit is not None else 1.02, x=0),
                       dragmode="pan",
