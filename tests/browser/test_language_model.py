@@ -24,9 +24,10 @@ def test_every_tab_draws(open_page, lang, width):
     for i, label in enumerate(TABS[lang]):
         if i:
             open_tab(page, label)
-        page.wait_for_timeout(500)
+        # at least two charts: plotly draws after the run, and the KV-cache tab's time-per-token chart comes when
+        # its background measurement is done (a fragment polls for it; later on a busy machine)
+        page.locator(CHART).nth(1).wait_for(timeout=120_000)
         assert_no_exception(page)
-        assert page.locator(CHART).count() >= 2
         screenshot(page, f"lm_{['induction', 'sequence', 'generate', 'cache'][i]}_{lang}_{width}")
 
 
