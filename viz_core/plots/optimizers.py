@@ -91,9 +91,9 @@ def _surface_background(fig, grid, x_range, y_range, labels, log_levels: bool) -
 def _static_traces(fig, grid, hover_grid, x_range, y_range, minima, start, labels, log_levels: bool) -> None:
     """Surface picture, the invisible click / hover grid, minima, start point: what never moves (left panel)."""
     _surface_background(fig, grid, x_range, y_range, labels, log_levels)
-    # An invisible heatmap of the coarse grid: one picture for the browser to lay out, where one invisible marker per
-    # point was hundreds of SVG elements (a third of the figure's drawing time on every page switch). Its cells show
-    # the loss on hover; a click or tap anywhere in one reports the cell's centre (meta: tiles, the chart element).
+    # An invisible heatmap of the coarse grid: one picture for the browser to lay out, not one invisible SVG marker per
+    # point. Its cells show the loss on hover; a click or tap anywhere in one reports the cell's centre (meta: tiles,
+    # read by the chart element).
     fig.add_trace(go.Heatmap(
         x=hover_grid.xs.astype(np.float32), y=hover_grid.ys.astype(np.float32),
         z=hover_grid.loss.astype(np.float32), name="click", opacity=0, showscale=False, meta=tiles("xy"),
