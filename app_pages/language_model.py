@@ -16,10 +16,10 @@ import streamlit as st
 
 from app_pages import _ui as ui
 from app_pages._ui import decoder as decoder_view
+from app_pages._ui import device as devices
 from app_pages._ui import language_model as cached
 from app_pages._ui import models
 from app_pages._ui.language_model import figures
-from viz_core.device import pick_device
 from viz_core.export import columns_csv, npz_bytes, records_csv
 from viz_core.lm import cache_bytes
 from viz_core.lm.charset import never_generated
@@ -27,7 +27,7 @@ from viz_core.lm.generate import PROMPT_MAX_CHARS, context_window, generate
 from viz_core.lm.induction import (induction_score, induction_targets, phase_change_step, repeat_length,
                                   repeated_text, target_cells, transformer_lens_induction)
 from viz_core.lm.lens import architecture_of
-from viz_core.lm.training import LMTrainConfig, probe_ids
+from viz_core.lm.training import SIZES as LM_SIZES, LMTrainConfig, check_fits, probe_ids
 from viz_core.pretrained import generate as real
 from viz_core.pretrained import packaged
 from viz_core.threads import thread_budget
@@ -73,7 +73,9 @@ def train_controls(task: str) -> None:
     c = where.columns(4)
     seconds = ui.slider(t("lm.seconds"), 5, 120, f"{task}_seconds", 60 if task == "induction" else 30,
                         container=c[0], help=t("lm.seconds_help"))
-    batch = ui.selectbox(t("lm.batch"), [16, 32, 64], f"{task}_batch", 32, container=c[1])
+    gpu = devices.gpu_present()
+    batch = ui.selectbox(t("lm.batch"), [16, 32, 64] + ([128, 256] if gpu else []), f"{task}_batch", 32,
+                         container=c[1])
     lr = ui.select_slider(t("lm.lr"), [3e-4, 1e-3, 2e-3, 3e-3], f"{task}_lr", 1e-3, container=c[2],
                           format_func=lambda v: f"{v:g}")
     seed = ui.number(t("lm.seed"), 0, 10_000, f"{task}_seed", 0, container=c[3])
@@ -81,11 +83,20 @@ def train_controls(task: str) -> None:
     kv = ui.radio(t("lm.kv_kind"), list(KV_CHOICES), f"{task}_kv", "mha", container=c[0],
                   format_func=lambda k: t(f"lm.kv_{k}"))
     force_cpu = ui.checkbox(t("lm.force_cpu"), f"{task}_cpu", False, container=c[1])
-    device = pick_device(force_cpu)
-    st.caption(t("lm.device", device=str(device)))
-    settings = LMTrainConfig(task=task, max_seconds=float(seconds), batch_size=batch, lr=lr, seed=int(seed),
-                             force_cpu=force_cpu).to_dict()
-    cached.training.buttons(t("lm.train"), f"lm.go_{task}", cached.build_run, (settings, KV_CHOICES[kv] or 4))
+    size = "base"
+    if task == "chars" and gpu:  # the larger character models train in minutes only on a GPU
+        size = ui.radio(t("lm.size"), list(LM_SIZES), f"{task}_size", "base", container=where,
+                        format_func=lambda s: t(f"lm.size_{s}", d=LM_SIZES[s][0], layers=LM_SIZES[s][2]))
+    st.caption(devices.caption(t, force_cpu))
+    cfg = LMTrainConfig(task=task, max_seconds=float(seconds), batch_size=batch, lr=lr, seed=int(seed), size=size,
+                        force_cpu=force_cpu)
+    fits, err = ui.safe(check_fits, cfg)
+    if err is not None:
+        ui.show_error(err)
+    else:
+        st.caption(devices.memory_caption(t, *fits, force_cpu))
+    cached.training.buttons(t("lm.train"), f"lm.go_{task}", cached.build_run, (cfg.to_dict(), kv),
+                            refused=err is not None)
 
 
 def phase_figs(history, marker_x=None, task: str | None = None) -> list:

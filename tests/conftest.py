@@ -186,3 +186,17 @@ def real_decoders():
             packaged.ensure(d)
             ready.append(d.id)
     return ready
+
+
+@pytest.fixture
+def fake_gpu(monkeypatch):
+    """The pages as a server with a CUDA GPU would draw them (nothing runs on it)."""
+    from app_pages._ui import device as devices
+    from viz_core.device import DeviceInfo
+    monkeypatch.setattr(devices, "has_gpu", lambda: True)
+    monkeypatch.setattr(devices, "describe", lambda device, forced=False: DeviceInfo(
+        "cpu" if forced else "cuda", "CPU" if forced else "Fake GPU", "forced" if forced else "gpu",
+        2 ** 30 if forced else 40 * 2 ** 30, None if forced else 80 * 2 ** 30, not forced))
+    devices.gpu_present.clear(), devices.info.clear()
+    yield
+    devices.gpu_present.clear(), devices.info.clear()

@@ -358,3 +358,29 @@ def test_cache_tab_lists_the_real_models_next_to_ours():
         assert "sliding-window layers keep only their last 511 tokens" in texts(at.caption)
     if packaged.installed(packaged.SMOLLM2):
         assert shown["SmolLM2 135M Instruct"] == "46,080"  # 2 x 30 x 3 x 64 x 4 bytes
+
+
+def test_on_a_cpu_server_the_character_model_has_one_size_and_the_page_says_why():
+    at = open_lm({"lang": "en", "tab": "generate", "chars_set": "1"})
+    assert_clean(at)
+    assert not [r for r in at.radio if r.label == "Model size"]
+    captions = texts(at.caption)
+    assert "This server has no GPU" in captions and "MiB of the 1,024 MiB one run may use" in captions
+    assert widget(at, "selectbox", "language_model.chars_batch").options == ["16", "32", "64"]
+
+
+def test_on_a_gpu_server_the_larger_character_models_train_with_their_heads_shared_as_chosen(fake_gpu):
+    at = open_lm({"lang": "zh", "tab": "generate", "chars_set": "1", "chars_size": "large", "chars_kv": "gqa",
+                  "chars_seconds": "120"})
+    assert_clean(at)
+    size = widget(at, "radio", "language_model.chars_size")
+    assert size.value == "large" and len(size.options) == 3 and "大（GPU）" in size.options[1]
+    assert "128" in widget(at, "selectbox", "language_model.chars_batch").options
+    assert "精度：bf16 混合精度" in texts(at.caption)
+    at.button(key="lm.go_chars").click().run()
+    job = at.session_state["_jobs.lm"]
+    trainer = job.info["run"].trainers[0][1]
+    at.button(key="lm.live_stop").click().run()
+    assert job.join(60)
+    assert (trainer.model_cfg.d_model, trainer.model_cfg.n_layers, trainer.model_cfg.n_heads) == (256, 6, 8)
+    assert trainer.model_cfg.kv_heads == 4  # GQA: a key/value head per two of the 8 query heads

@@ -82,9 +82,9 @@ def test_training_runs_on_button_once_and_is_cached(monkeypatch):
     calls = []
     real = scaling.train_experiment
 
-    def counting(cfg):
+    def counting(cfg, device="cpu"):
         calls.append(cfg)
-        return real(cfg)
+        return real(cfg, device)
 
     monkeypatch.setattr(scaling, "train_experiment", counting)
     data.experiment.clear()

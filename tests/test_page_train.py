@@ -265,3 +265,29 @@ def test_bad_own_input_is_refused_with_a_message(lang, text, words):
     at = run_page("train", {"lang": lang, "task": "sort", "src_sort": text, "tab": "decode"})
     assert_clean(at)
     assert words in texts(at.error) and not at.code
+
+
+def test_on_a_cpu_server_the_page_says_why_and_offers_no_gpu_sizes():
+    at = run_page("train", {"lang": "en"})
+    assert_clean(at)
+    captions = texts(at.caption)
+    assert "Training runs on **CPU** (cpu), in float32." in captions and "This server has no GPU" in captions
+    assert "MiB of the 1,024 MiB one run may use on this device" in captions
+    assert widget(at, "radio", "train.preset").options == ["Tiny", "Small", "Medium", "Custom"]
+
+
+@pytest.mark.parametrize("lang, line, large", [
+    ("en", "Training runs on **Fake GPU** (cuda), in bf16 mixed precision.", "Large (GPU)"),
+    ("zh", "训练设备：**Fake GPU**（cuda），精度：bf16 混合精度。", "大（GPU）"),
+])
+def test_on_a_gpu_server_the_larger_presets_are_offered_with_the_gpus_budget(fake_gpu, lang, line, large):
+    at = run_page("train", {"lang": lang, "preset": "xl"})
+    assert_clean(at)
+    preset = widget(at, "radio", "train.preset")
+    assert large in preset.options and len(preset.options) == 6 and preset.value == "xl"
+    captions = texts(at.caption)
+    assert line in captions and "40,960 MiB" in captions
+    assert "512" in captions and "22,0" in captions  # d_model 512; about 22 M parameters
+    at = run_page("train", {"lang": lang, "preset": "xl", "cpu": "1", "batch": "4096"})  # forced onto the CPU
+    assert "1,024" in texts(at.error) or "1024" in texts(at.error)  # too big for a CPU run: said, not trained
+    assert at.button(key="train.go").disabled

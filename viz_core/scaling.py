@@ -18,6 +18,7 @@ import torch
 import torch.nn.functional as F
 
 from .attention import scaled_dot_product_attention
+from .device import DeviceBatches
 from .errors import InputError
 from .seeding import seeded
 from .threads import thread_budget
@@ -406,34 +407,42 @@ def _evaluate(model: LookupAttention, batch) -> tuple[float, float]:
     return float((logits.argmax(-1) == target).float().mean()), float(weights.max(-1).values.mean())
 
 
-def train_run(cfg: ExperimentConfig, scale: bool, max_seconds: float | None = None) -> RunResult:
-    """Train LookupAttention with Adam for cfg.steps (or until max_seconds), seeded: same cfg, same result."""
+def train_run(cfg: ExperimentConfig, scale: bool, max_seconds: float | None = None,
+              device: torch.device | str = "cpu") -> RunResult:
+    """Train LookupAttention with Adam for cfg.steps (or until max_seconds), seeded: same cfg, same result.
+
+    On any device in float32: the experiment is about the size of q.k, which bf16 would round to 3 digits. The
+    weights start on the CPU (the same initial weights everywhere) and the batches come from a CPU generator."""
     check_experiment(cfg)
+    device = torch.device(device)
     with seeded(cfg.seed):
-        model = LookupAttention(cfg, scale)                               # same initial weights for both runs
+        model = LookupAttention(cfg, scale).to(device)                    # same initial weights for both runs
     data = torch.Generator().manual_seed(cfg.seed + 1)
-    held_out = lookup_batch(cfg, torch.Generator().manual_seed(cfg.seed + 2), batch=1024)
+    batches = DeviceBatches(lambda: lookup_batch(cfg, data), device)
+    held_out = tuple(x.to(device) for x in lookup_batch(cfg, torch.Generator().manual_seed(cfg.seed + 2), batch=1024))
     init_max = _evaluate(model, held_out)[1]
     opt = torch.optim.Adam(model.parameters(), lr=cfg.lr)
     losses, max_w, start = [], [], time.perf_counter()
     limit = cfg.max_seconds if max_seconds is None else max_seconds
     for _ in range(cfg.steps):
-        query, keys, values, target = lookup_batch(cfg, data)
+        query, keys, values, target = batches.next()
         logits, weights = model(query, keys, values)                      # (B, n_values), (B, N)
         loss = F.cross_entropy(logits, target)
         opt.zero_grad()
         loss.backward()
         opt.step()
-        losses.append(float(loss.detach()))
-        max_w.append(float(weights.detach().max(-1).values.mean()))
+        losses.append(loss.detach())                                      # () each, on the device
+        max_w.append(weights.detach().max(-1).values.mean())
         if time.perf_counter() - start > limit:
             break
+    curves = torch.stack([torch.stack(losses), torch.stack(max_w)]).cpu().numpy()  # (2, steps_done): one copy
     accuracy, final_max = _evaluate(model, held_out)
-    return RunResult(scale, np.asarray(losses), np.asarray(max_w), accuracy, init_max, final_max,
-                     time.perf_counter() - start, len(losses) < cfg.steps)
+    return RunResult(scale, curves[0].astype(np.float64), curves[1].astype(np.float64), accuracy, init_max,
+                     final_max, time.perf_counter() - start, curves.shape[1] < cfg.steps)
 
 
-def train_experiment(cfg: ExperimentConfig = ExperimentConfig()) -> ExperimentResult:
+def train_experiment(cfg: ExperimentConfig = ExperimentConfig(), device: torch.device | str = "cpu"
+                     ) -> ExperimentResult:
     """The same model, data and seed trained twice: scores q.k (unscaled) and q.k / sqrt(d_k) (scaled).
 
     Each run gets half of cfg.max_seconds, single-threaded in this session's thread only (viz_core.threads). Denormals are flushed to zero while
@@ -445,6 +454,6 @@ def train_experiment(cfg: ExperimentConfig = ExperimentConfig()) -> ExperimentRe
     torch.set_flush_denormal(True)  # a saturated softmax is full of denormal floats, which are slow on CPUs
     try:
         with thread_budget(1):
-            return ExperimentResult(cfg, train_run(cfg, False, half), train_run(cfg, True, half))
+            return ExperimentResult(cfg, train_run(cfg, False, half, device), train_run(cfg, True, half, device))
     finally:
         torch.set_flush_denormal(False)  # torch's default (it has no getter to restore from)

@@ -107,12 +107,16 @@ def timings() -> Timings:
 training = TrainingJob("lm", shipped, model_of=LMTrainer.language_model)
 
 
-def build_run(settings: dict, kv_heads: int | None = None) -> Run:
-    """The trainer of a run, built with the settings of the click (LMTrainConfig.to_dict()) and, when given, that
-    many key/value heads."""
+KV_SHARING = {"mha": lambda heads: heads, "gqa": lambda heads: max(1, heads // 2), "mqa": lambda heads: 1}
+
+
+def build_run(settings: dict, kv: str = "mha") -> Run:
+    """The trainer of a run, built with the settings of the click (LMTrainConfig.to_dict()) and its key/value
+    heads: one per query head (mha), one per two (gqa) or one for all (mqa)."""
     cfg = LMTrainConfig.from_dict(settings)
     trainer = LMTrainer(cfg)
-    if kv_heads is not None and kv_heads != trainer.model_cfg.kv_heads:
+    kv_heads = KV_SHARING[kv](trainer.model_cfg.n_heads)
+    if kv_heads != trainer.model_cfg.kv_heads:
         trainer = LMTrainer(cfg, replace(trainer.model_cfg, n_kv_heads=kv_heads))
     return Run(cfg.task, [("run", trainer)])
 

@@ -4,6 +4,8 @@ from __future__ import annotations
 import numpy as np
 import streamlit as st
 
+from viz_core.device import pick_device
+
 from app_pages._ui import models
 from viz_core import scaling
 
@@ -47,5 +49,6 @@ def head_scores(text: str, layer: int, head: int) -> tuple[list[str], scaling.He
 
 @st.cache_data(show_spinner=False, max_entries=16)
 def experiment(d_k: int, steps: int) -> scaling.ExperimentResult:
-    """Train the tiny model twice (a few seconds); the same settings never train again."""
-    return scaling.train_experiment(scaling.ExperimentConfig(d_k=d_k, steps=steps))
+    """Train the tiny model twice (a few seconds; on the GPU when there is one); the same settings never train
+    again."""
+    return scaling.train_experiment(scaling.ExperimentConfig(d_k=d_k, steps=steps), pick_device())

@@ -211,3 +211,13 @@ def test_the_context_window_keeps_the_prompts_end_and_room_for_the_new_tokens():
     assert context_window(prompt, 128, 40) == list(range(212, 300))  # 88 read + 40 new = 128 positions
     assert context_window(prompt[:50], 128, 40) == list(range(50))    # a short prompt is read whole
     assert context_window(prompt, 128, 200) == [299]                  # at least the last token
+
+
+def test_a_run_with_an_induction_target_stops_at_the_evaluation_that_reaches_it():
+    reached = LMTrainer(LMTrainConfig(max_steps=200, eval_every=20, target_induction=0.0))
+    records = list(reached.run())
+    assert reached.reason == "target" and reached.step == 20  # the first evaluation after step 0 reaches 0.0
+    assert records[-1].done and records[-1].reason == "target"
+    unreachable = LMTrainer(LMTrainConfig(max_steps=40, eval_every=20, target_induction=1.01))
+    list(unreachable.run())
+    assert unreachable.reason == "steps" and unreachable.step == 40

@@ -14,6 +14,7 @@ Two tasks:
 """
 from __future__ import annotations
 
+import functools
 import json
 import math
 import time
@@ -25,7 +26,7 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from ..device import pick_device
+from ..device import DeviceBatches, autocast, memory_budget, pick_device, precision
 from ..errors import InputError
 from ..export import write_files
 from .induction import half_losses, head_scores, repeated_tokens, scattered_repeats, typed_symbols
@@ -61,12 +62,15 @@ class LMTrainConfig:
     log_every: int = 10              # steps between yielded metrics
     max_snapshots: int = 30          # attention snapshots kept (the least changing ones are dropped)
     seed: int = 0                    # seeds data and initialisation
+    size: str = "base"               # chars: the model's size (SIZES); the larger ones are offered on a GPU only
     force_cpu: bool = False          # train on the CPU even when a GPU is present
     threads: int | None = 1          # torch CPU threads while training (None: torch's default)
 
     def __post_init__(self):
         if self.task not in TASKS:
             raise ValueError(f"task must be one of {TASKS}")
+        if self.size not in SIZES:
+            raise ValueError(f"size must be one of {tuple(SIZES)}")
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -76,12 +80,64 @@ class LMTrainConfig:
         return cls(**{k: v for k, v in data.items() if k in {f.name for f in fields(cls)}})
 
 
+# the character model's sizes: d_model, heads, layers, MLP width. "base" is the shipped model (about 0.9 M
+# parameters: 1.8 MB in float16; 1600 steps take ~8 minutes on one core); the others, 2x and 4x as wide and 1.5x
+# and 2x as deep (about 5.3 M and 26 M parameters), make sense only on a GPU
+SIZES = {"base": (128, 4, 4, 384), "large": (256, 8, 6, 1024), "xl": (512, 8, 8, 2048)}
+
+
 def default_model_config(train_cfg: LMTrainConfig, vocab: int) -> LMConfig:
-    """Induction: 2 layers x 4 heads, attention-only (the two-head circuit needs no MLP). Chars: 4 layers x 4
-    heads, d_model 128, MLP 384 (about 0.9 M parameters: 1.8 MB in float16; 1600 steps take ~8 minutes on one core)."""
+    """Induction: 2 layers x 4 heads, attention-only (the two-head circuit needs no MLP). Chars: the model of
+    train_cfg.size (SIZES)."""
     if train_cfg.task == "induction":
         return LMConfig(vocab=vocab, max_len=train_cfg.seq_len)
-    return LMConfig(vocab=vocab, d_model=128, n_layers=4, d_ff=384, max_len=train_cfg.context)
+    d, heads, layers, ff = SIZES[train_cfg.size]
+    return LMConfig(vocab=vocab, d_model=d, n_heads=heads, n_layers=layers, d_ff=ff, max_len=train_cfg.context)
+
+
+def estimate_memory(model_cfg: LMConfig, batch_size: int, n: int) -> int:
+    """Rough training memory in bytes: float32 weights, gradients and AdamW's two moments (4 copies), activations
+    kept for the backward pass (about 16 d_model + 2 d_ff floats per token and layer), attention maps (3 B H N^2
+    per layer) and logits with their softmax and gradient (3 B N V)."""
+    params = _parameter_count(tuple(sorted(model_cfg.to_dict().items())))
+    tokens = batch_size * n * model_cfg.n_layers
+    attn = 3 * batch_size * model_cfg.n_heads * n * n * model_cfg.n_layers
+    logits = 3 * batch_size * n * model_cfg.vocab
+    return 4 * (4 * params + tokens * (16 * model_cfg.d_model + 2 * model_cfg.d_ff) + attn + logits)
+
+
+@functools.lru_cache(maxsize=64)
+def _parameter_count(config_items: tuple) -> int:
+    """The parameter count of the LMConfig whose sorted to_dict() items these are."""
+    with torch.device("meta"):  # shapes only, no memory
+        return count_parameters(DecoderLM(LMConfig.from_dict(dict(config_items))))
+
+
+@functools.lru_cache(maxsize=len(TASKS))
+def _vocab_size(task: str) -> int:
+    """The vocabulary of a task's default tokenizer (the character one reads the whole corpus: once per process)."""
+    return Tokenizer.for_task(LMTrainConfig(task=task)).size
+
+
+def sequence_length(train_cfg: LMTrainConfig) -> int:
+    """Tokens per training sequence: seq_len (induction) or context (chars)."""
+    return train_cfg.seq_len if train_cfg.task == "induction" else train_cfg.context
+
+
+def check_fits(train_cfg: LMTrainConfig, model_cfg: LMConfig | None = None, limit: int | None = None
+               ) -> tuple[int, int]:
+    """(parameters, estimated bytes) of a run; InputError saying why when it needs more than `limit` bytes
+    (default: what one run may use on the device it would train on, viz_core.device.memory_budget)."""
+    if model_cfg is None:
+        model_cfg = default_model_config(train_cfg, _vocab_size(train_cfg.task))
+    if limit is None:
+        limit = memory_budget(pick_device(train_cfg.force_cpu))
+    need = estimate_memory(model_cfg, train_cfg.batch_size, sequence_length(train_cfg))
+    if need > limit:
+        raise InputError("lm.too_big", f"this run needs about {need / 2**20:.0f} MiB, more than the "
+                         f"{limit / 2**20:.0f} MiB a run may use here; choose a smaller size or batch",
+                         need=f"{need / 2**20:.0f}", limit=f"{limit / 2**20:.0f}")
+    return _parameter_count(tuple(sorted(model_cfg.to_dict().items()))), need
 
 
 # ---------------------------------------------------------------- tokenizer
@@ -189,7 +245,11 @@ class LMTrainer:
             self.model = DecoderLM(self.model_cfg).to(self.device)
         self.opt = torch.optim.AdamW(self.model.parameters(), lr=cfg.lr, weight_decay=cfg.weight_decay)
         self.gen = torch.Generator().manual_seed(cfg.seed)
-        self.data = _CharData(self.tokenizer, cfg.context) if cfg.task == "chars" else None
+        self.data = _CharData(self.tokenizer, cfg.context, self.device) if cfg.task == "chars" else None
+        # induction batches are made on the host and reach the device a block at a time (the same batches in the
+        # same order); the character data lives on the device and is cut there
+        self._batches = (DeviceBatches(lambda: self._batch(cfg.batch_size, self.gen)[:1], self.device)
+                         if self.data is None else None)
         self.probe = probe_ids(cfg, self.tokenizer)
         self.step, self.seconds, self.tokens = 0, 0.0, 0
         self.history: list[dict] = []
@@ -225,6 +285,8 @@ class LMTrainer:
                 evaluated = self.step % self.train_cfg.eval_every == 0 or self.done
                 if evaluated and self.reason != "nan":
                     self._evaluate()
+                    if self._reached_target() and self.reason in (None, "time", "steps"):
+                        self.reason = "target"  # also when the budget ran out on the evaluation that reached it
             if evaluated or self.step % self.train_cfg.log_every == 0:
                 yield self._record(window, evaluated)
                 window = []
@@ -235,7 +297,7 @@ class LMTrainer:
             model = DecoderLM(self.model_cfg)
         model.load_state_dict({k: v.detach().cpu() for k, v in self.model.state_dict().items()})
         info = {"steps": self.step, "seconds": round(self.seconds, 1), "device": self.device.type,
-                "reason": self.reason, "params": self.n_params}
+                "precision": precision(self.device), "reason": self.reason, "params": self.n_params}
         if self.data is not None:  # what the character model read, and the lines it never trained on
             info |= {"corpus": char_corpus().stats, "heldout": char_corpus().heldout}
         return LanguageModel(model.eval(), self.tokenizer, self.train_cfg, list(self.history),
@@ -252,11 +314,13 @@ class LMTrainer:
     def _train_step(self) -> float:
         t0 = time.perf_counter()
         self.model.train()
-        ids, _ = self._batch(self.train_cfg.batch_size, self.gen)
-        ids = ids.to(self.device)  # (B, N)
-        with self.random_stream.active():
+        if self.data is not None:
+            ids = self.data.batch(self.train_cfg.batch_size, self.gen)  # (B, N) on the device
+        else:
+            ids, = self._batches.next()  # (B, N)
+        with self.random_stream.active(), autocast(self.device):  # bf16 products on CUDA
             logits, _ = self.model(ids)  # (B, N, V)
-        loss = F.cross_entropy(logits[:, :-1].reshape(-1, logits.shape[-1]), ids[:, 1:].reshape(-1))
+            loss = F.cross_entropy(logits[:, :-1].reshape(-1, logits.shape[-1]), ids[:, 1:].reshape(-1))
         self.opt.zero_grad(set_to_none=True)
         loss.backward()
         torch.nn.utils.clip_grad_norm_(self.model.parameters(), 1.0)
@@ -265,6 +329,11 @@ class LMTrainer:
         self.tokens += ids.numel()
         self.seconds += time.perf_counter() - t0
         return loss.item()
+
+    def _reached_target(self) -> bool:
+        """The best head's induction score of the latest evaluation reached target_induction (when set)."""
+        target = self.train_cfg.target_induction
+        return target is not None and (self._last_eval.get("induction") or 0.0) >= target
 
     def _check_stop(self, loss: float) -> str | None:
         cfg = self.train_cfg
@@ -282,7 +351,7 @@ class LMTrainer:
     def _evaluate(self) -> None:
         self.model.eval()
         if self.data is not None:
-            ids = self.data.heldout(self.train_cfg.eval_size).to(self.device)  # (B, N)
+            ids = self.data.heldout(self.train_cfg.eval_size)  # (B, N) on the device
             logits, _ = self.model(ids)
             loss = F.cross_entropy(logits[:, :-1].reshape(-1, logits.shape[-1]), ids[:, 1:].reshape(-1))
             self._last_eval = {"val_loss": loss.item()}
@@ -366,16 +435,21 @@ def probe_ids(train_cfg: LMTrainConfig, tokenizer: Tokenizer) -> list[int]:
 class _CharData:
     """Random windows of the corpus's training text; held-out windows from its held-out lines (both languages)."""
 
-    def __init__(self, tokenizer: Tokenizer, context: int):
+    def __init__(self, tokenizer: Tokenizer, context: int, device: torch.device | str = "cpu"):
         corpus = char_corpus()
-        self.train = torch.tensor(tokenizer.encode(corpus.train))  # (T,)
-        self.test = torch.tensor(tokenizer.encode("".join(corpus.heldout[lang] for lang in LANGS)))  # (T_held,)
+        # moved to the device once; each batch is cut there
+        self.train = torch.tensor(tokenizer.encode(corpus.train), device=device)  # (T,)
+        self.test = torch.tensor(tokenizer.encode("".join(corpus.heldout[lang] for lang in LANGS)),
+                                 device=device)  # (T_held,)
         self.context = context
 
     def batch(self, size: int, generator: torch.Generator, source: torch.Tensor | None = None) -> torch.Tensor:
+        """size windows of `context` tokens at random starts (drawn with the host generator): (B, context), on
+        the data's device."""
         source = self.train if source is None else source
         starts = torch.randint(0, len(source) - self.context, (size,), generator=generator)  # (B,)
-        return torch.stack([source[s: s + self.context] for s in starts.tolist()])  # (B, context)
+        window = torch.arange(self.context)  # (context,)
+        return source[(starts[:, None] + window).to(source.device)]  # (B, context)
 
     def heldout(self, size: int) -> torch.Tensor:
         return self.batch(size, torch.Generator().manual_seed(1234), self.test)

@@ -24,7 +24,7 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from ..device import pick_device
+from ..device import CPU_RUN_BYTES, DeviceBatches, autocast, memory_budget, pick_device, precision
 from ..errors import InputError
 from ..export import write_files, zip_bytes
 from .model import ModelConfig, Seq2SeqTransformer, count_parameters
@@ -34,7 +34,8 @@ from ..threads import thread_budget
 from ..uploads import parse_json, safetensors_header, zip_members
 from .tasks import BOS, EOS, PAD, RangeNote, Task, encode_batch, make_task, pairs_by_length, sample_batch
 
-MEMORY_LIMIT_BYTES = 1 << 30  # a training run may use at most about 1 GiB (the app is shared by many visitors)
+MEMORY_LIMIT_BYTES = CPU_RUN_BYTES  # what a training run on the CPU may use (on a GPU: device.memory_budget); also
+                                   # the bound of a checkpoint's model when it is loaded
 STOP_REASONS = ("target", "time", "steps", "stopped", "nan", "diverged")
 
 
@@ -122,8 +123,11 @@ def _parameter_count_of(config_items: tuple) -> int:
 
 
 def check_fits(task: Task, model_cfg: ModelConfig, train_cfg: TrainConfig,
-               limit: int = MEMORY_LIMIT_BYTES) -> tuple[int, int]:
-    """(parameters, estimated bytes) of a run; raises InputError with the reason when it would not fit."""
+               limit: int | None = None) -> tuple[int, int]:
+    """(parameters, estimated bytes) of a run; raises InputError with the reason when it would not fit in `limit`
+    bytes (default: what one run may use on the device it would train on, viz_core.device.memory_budget)."""
+    if limit is None:
+        limit = memory_budget(pick_device(train_cfg.force_cpu))
     cfg = fit_config(task, model_cfg)
     need = estimate_memory(cfg, train_cfg.batch_size, task.max_src_len, task.max_tgt_len + 1)
     if need > limit:
@@ -324,6 +328,9 @@ class Trainer:
         self.opt = torch.optim.Adam(self.model.parameters(), lr=0.0, betas=(self.train_cfg.beta1, self.train_cfg.beta2),
                                     eps=self.train_cfg.eps)
         self.rng = random.Random(self.train_cfg.seed)
+        # training batches reach the device a block at a time (the same batches, in the same order)
+        self._batches = DeviceBatches(lambda: sample_batch(self.task, self.rng, self.train_cfg.batch_size),
+                                      self.device)
         self._eval = HeldOut.of(task, self.train_cfg.eval_per_length, 10_000 + self.train_cfg.seed, self.device)
         self.probe = task.tokenize(task.example)
         self.step, self.seconds, self.tokens = 0, 0.0, 0
@@ -403,14 +410,14 @@ class Trainer:
     def _train_step(self) -> tuple[float, float]:
         t0 = time.perf_counter()
         self.model.train()
-        src, tgt_in, tgt_out = self._tensors(sample_batch(self.task, self.rng, self.train_cfg.batch_size))
+        src, tgt_in, tgt_out = self._batches.next()  # (B, N_src), (B, N_tgt), (B, N_tgt)
         self.step += 1
         lr = noam_lr(self.step, self.model_cfg.d_model, self.train_cfg.warmup, self.train_cfg.lr_factor)
         for group in self.opt.param_groups:
             group["lr"] = lr
-        with self.random_stream.active():  # dropout
+        with self.random_stream.active(), autocast(self.device):  # dropout; bf16 products on CUDA
             logits, _ = self.model(src, tgt_in)  # (B, N_tgt, V)
-        loss = label_smoothed_loss(logits, tgt_out, self.train_cfg.label_smoothing)
+            loss = label_smoothed_loss(logits, tgt_out, self.train_cfg.label_smoothing)  # float32 under autocast
         self.opt.zero_grad(set_to_none=True)
         loss.backward()
         if self.train_cfg.clip_norm:
@@ -418,9 +425,11 @@ class Trainer:
         self.opt.step()
         real = tgt_out != PAD
         acc = ((logits.argmax(-1) == tgt_out) & real).sum() / real.sum()
-        loss_value, acc_value = loss.item(), acc.item()
-        self._batch_exact = teacher_forced_exact(logits, tgt_out)
-        self.tokens += int(real.sum().item() + (src != PAD).sum().item())
+        # the step's figures reach the host in one copy: each .item() would wait for the GPU on its own
+        stats = torch.stack([loss.detach().float(), acc.float(), forced_exact_rows(logits, tgt_out).float().mean(),
+                             real.sum().float() + (src != PAD).sum().float()]).tolist()
+        loss_value, acc_value, self._batch_exact, tokens = stats
+        self.tokens += int(tokens)
         self.seconds += time.perf_counter() - t0
         return loss_value, acc_value
 
@@ -459,6 +468,7 @@ class Trainer:
     def _evaluate(self) -> None:
         """Greedy decoding of the held-out set: accuracy per input length, overall (the mean over lengths: every
         length has eval_per_length rows) and token accuracy."""
+        # float32 even on CUDA: held-out accuracy must not depend on the device's rounding
         self.by_length, token_acc = score_by_length(self.model, self._eval, self._eval.tgt_out.shape[1])
         self._last_eval = (float(np.mean(list(self.by_length.values()))), token_acc)
         self.evaluations, self._eval_step = self.evaluations + 1, self.step
@@ -546,7 +556,8 @@ class Translator:
     def from_trainer(cls, trainer: Trainer) -> "Translator":
         model = copy.deepcopy(trainer.model).to("cpu").eval()
         info = {"steps": trainer.step, "seconds": round(trainer.seconds, 2), "reason": trainer.reason,
-                "device": str(trainer.device), "val_exact": trainer._last_eval[0], "seed": trainer.train_cfg.seed}
+                "device": str(trainer.device), "precision": precision(trainer.device),
+                "val_exact": trainer._last_eval[0], "seed": trainer.train_cfg.seed}
         info |= length_info(trainer.by_length, trainer.train_cfg.eval_per_length)
         if trainer.by_length:
             info["by_length_step"] = trainer._eval_step
@@ -728,7 +739,9 @@ def load_checkpoint_files(files: dict[str, bytes]) -> Translator:
                          f"{', '.join(missing)}", names=", ".join(missing))
     config = _parse_config(files[CONFIG])
     task, model_cfg, train_cfg = _task_and_model(config)
-    need = estimate_memory(model_cfg, train_cfg.batch_size, task.max_src_len, task.max_tgt_len + 1)
+    # the memory to hold the model and decode one input: a model trained on a GPU, with batches no CPU run could
+    # hold, still loads on a CPU server when the model itself fits
+    need = estimate_memory(model_cfg, 1, task.max_src_len, task.max_tgt_len + 1)
     if need > MEMORY_LIMIT_BYTES:
         raise InputError("train.ckpt_too_big", f"its model needs about {need / 2**20:.0f} MiB",
                          need=f"{need / 2**20:.0f}", limit=f"{MEMORY_LIMIT_BYTES / 2**20:.0f}")
