@@ -709,9 +709,9 @@ st.markdown(ui.glossed(t("lm.intro")))
 ui.latex(r"x_{\ell+1} = x_\ell + \mathrm{Attn}(\mathrm{LN}(x_\ell)),\quad "
          r"\mathrm{Attn} = \mathrm{softmax}\!\left(\frac{QK^\top}{\sqrt{d_k}} + M\right)V,\quad "
          r"M_{ij} = -\infty \text{ for } j > i")
-cached.training.collect()  # a finished job: keep its model and why it stopped
+cached.training.collect()  # a finished job: keep its model and why it stopped; the address names a running job
 cached.training.show_result(result_text)
-cached.training.live(draw_job)  # progress of a running job, above the tabs: seen from every tab
+cached.training.live(draw_job)  # progress of a running job, above the tabs: seen from every tab (or: a lost run)
 
 tab, boxes = ui.tabs(TABS, "tab", format_func=lambda k: t(f"lm.tab_{k}"))
 with boxes[tab]:  # only the open tab is drawn

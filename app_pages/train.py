@@ -468,9 +468,11 @@ TABS = ("train", "decode", "attention", "snapshots", "save", "compare")
 st.markdown(ui.glossed(t("train.intro")))
 ui.latex(r"\mathcal{L} = -\sum_t \sum_{v} q_t(v)\,\log p_\theta(v \mid y_{<t}, x)")
 ui.latex(r"q_t(v) = (1-\varepsilon)\,\mathbf{1}[v = y_t] + \varepsilon / V")
-cached.training.collect()  # a finished job: keep its model (or a comparison's curves) and why it stopped
+cached.training.collect()  # a finished job: keep its model (or a comparison's curves) and why it stopped; the
+#                            address names a running job
 cached.training.live(draw_job)  # progress of a running job, first thing under the intro: seen from every tab, and
-#                                 drawn before the rest of the page when Train is pressed
+#                                 drawn before the rest of the page when Train is pressed (or: a run lost with a
+#                                 session that is gone)
 finished = finished_panel()  # the run that just ended: its curves stay in place
 try:
     task = choose_task()

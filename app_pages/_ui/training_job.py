@@ -10,12 +10,19 @@ trainers, with the settings frozen at the click), how to draw its progress, and 
     training.collect(); training.show_result(text)      # top of the page: keep a finished job's model, say why
     training.live(draw)                                  # draw(job, run) while it runs, every jobs.REFRESH_S
 
+While a job waits or runs, the page's address names it (MARKER=<8 hex digits, random per run>), so that a browser
+whose session is gone (the server restarted, the visitor's connection moved to another server, the session expired)
+still says a run was in progress: the new session, which does not know the marker, tells the visitor the run is lost
+instead of showing the page as if nothing had been running. collect() keeps the marker in step (see mark).
+
 A Run is one or more trainers run one after the other; several make a comparison ("compare:<what>"), which keeps
 their curves instead of a model. A trainer is what viz_core trains with: run() yields metrics, request_stop(), and
 the counters step, seconds, reason (None until it stops) and history that the page reads while it runs.
 """
 from __future__ import annotations
 
+import re
+import secrets
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from functools import partial
@@ -28,10 +35,17 @@ from viz_core import CHECKPOINTS_DIR
 from viz_core.errors import report_unexpected
 from viz_core.jobs import BackgroundJob
 
-from . import jobs, t
+from . import jobs, state, t
 
 CHECKPOINTS = CHECKPOINTS_DIR       # the shipped checkpoints: <task>/ for the Train page, lm_<task>/ for the LM page
 FAILURES = ("nan", "diverged")      # a trainer's reasons that mean the run failed: nothing is kept
+MARKER = "training"                 # the address parameter that names this session's waiting or running job
+MARKER_FORMAT = re.compile(r"[0-9a-f]{8}")  # its value: new_marker()'s
+
+
+def new_marker() -> str:
+    """A job's marker in the address: 8 random hex digits (unguessable enough to tell one run from another)."""
+    return secrets.token_hex(4)
 
 
 def shipped_path(name: str) -> Path | None:
@@ -119,7 +133,7 @@ class TrainingJob:
     """This session's training job of one page and the models it trained (see the module doc).
 
     name ("train", "lm") names the job and prefixes its session keys ("<name>.models", "<name>.result"), its widget
-    keys ("<name>.queue_stop") and its texts ("<name>.queued", "<name>.stop")."""
+    keys ("<name>.queue_stop") and its texts ("<name>.queued", "<name>.stop", "<name>.lost")."""
 
     def __init__(self, name: str, shipped: Callable[[str], Any], model_of: Callable[[Any], Any],
                  accuracy: Callable[[Any], float | None] = lambda trainer: None,
@@ -160,7 +174,10 @@ class TrainingJob:
         if run is None:
             return
         st.session_state.pop(f"{self.name}.result", None)
-        jobs.start(self.name, run.work(), on_stop=run.stop, run=run)
+        st.session_state.pop(f"{self.name}.lost", None)
+        marker = new_marker()
+        self._markers().add(marker)
+        jobs.start(self.name, run.work(), on_stop=run.stop, run=run, marker=marker)
 
     def stop(self) -> None:
         jobs.stop(self.name)
@@ -173,7 +190,10 @@ class TrainingJob:
                   on_click=self.start, args=(build, *args))
 
     def live(self, draw: Callable[[BackgroundJob, Run], None]) -> None:
-        """The running job: its place in the queue while it waits, then draw(job, run), redrawn by a fragment."""
+        """The running job: its place in the queue while it waits, then draw(job, run), redrawn by a fragment. In its
+        place, a run lost with a session that is gone (mark) is said, until the next run starts."""
+        if self.lost():
+            st.warning(t(f"{self.name}.lost"), icon=":material/sync_problem:")
         jobs.live(self.name, partial(self._draw, draw))
 
     def _draw(self, draw: Callable[[BackgroundJob, Run], None], job: BackgroundJob) -> None:
@@ -191,8 +211,14 @@ class TrainingJob:
 
     # ------------------------------------------------------------ the result
     def collect(self) -> RunResult | None:
-        """Take a finished job out of the session: keep what it made (the model, or a comparison's curves) and its
-        RunResult (returned; None when no job has finished)."""
+        """Top of the page, every full run: take a finished job out of the session, keep what it made (the model, or
+        a comparison's curves) and its RunResult (returned; None when no job has finished); then the address's
+        marker follows the job (mark)."""
+        result = self._take()
+        self.mark()
+        return result
+
+    def _take(self) -> RunResult | None:
         job = jobs.pop(self.name)
         if job is None:
             return None
@@ -207,6 +233,26 @@ class TrainingJob:
 
     def result(self) -> RunResult | None:
         return st.session_state.get(f"{self.name}.result")
+
+    # ------------------------------------------------------------ the address's marker of the job
+    def _markers(self) -> set[str]:
+        """The markers this session gave its jobs: one of them may come back with Back / Forward."""
+        return st.session_state.setdefault(f"{self.name}.markers", set())
+
+    def mark(self) -> None:
+        """The address names this session's job (its marker) from its start until it is collected, and nothing
+        otherwise. A well-formed marker this session never gave named a job of a session that is gone (a restarted
+        server, another server, an expired session): that run is lost, and the page says so (lost(), until the
+        next run starts). Any other marker the address holds just goes."""
+        asked = state.address_text(MARKER)
+        if asked is not None and MARKER_FORMAT.fullmatch(asked) and asked not in self._markers():
+            st.session_state[f"{self.name}.lost"] = True
+        job = jobs.get(self.name)
+        state.commit(MARKER, job.info.get("marker", "") if job is not None else "", "")
+
+    def lost(self) -> bool:
+        """Whether this session opened on the marker of a run it does not have (see mark)."""
+        return bool(st.session_state.get(f"{self.name}.lost"))
 
     def show_result(self, text: Callable[[RunResult], str | None],
                     good: Callable[[RunResult], bool] = lambda result: True) -> None:
