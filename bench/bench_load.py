@@ -501,18 +501,23 @@ def report_slow(args, r: dict) -> None:
           f"{r['visitor_open']:.2f} s |")
 
 
+def class_options(p: argparse.ArgumentParser) -> None:
+    """The options of a class's timing (this script's and bench_replicas.py's)."""
+    p.add_argument("--seconds", type=float, default=60, help="length of each scenario after the arrivals (≤ 600)")
+    p.add_argument("--arrival", type=float, default=15, help="the sessions arrive spread over this many seconds")
+    p.add_argument("--train-seconds", type=int, default=20, help="each training run's time limit (the page's slider)")
+    p.add_argument("--timeout", type=float, default=60, help="seconds one action may take before it counts as failed")
+    p.add_argument("--seed", type=int, default=0)
+
+
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--browsers", type=int, default=20, help="browsing sessions (at most 60)")
     p.add_argument("--trainers", type=lambda s: [int(x) for x in s.split(",")], default=[2, 0],
                    help="training sessions per scenario, comma-separated (default 2,0)")
-    p.add_argument("--seconds", type=float, default=60, help="length of each scenario after the arrivals (≤ 600)")
-    p.add_argument("--arrival", type=float, default=15, help="the sessions arrive spread over this many seconds")
-    p.add_argument("--train-seconds", type=int, default=20, help="each training run's time limit (the page's slider)")
-    p.add_argument("--timeout", type=float, default=60, help="seconds one action may take before it counts as failed")
+    class_options(p)
     p.add_argument("--chromium", type=int, default=0, help="also this many real Chromium tabs (layer changes only)")
     p.add_argument("--deadline", type=float, default=480, help="the whole script stops by itself after this")
-    p.add_argument("--seed", type=int, default=0)
     p.add_argument("--model", default="", help="the Attention page's model for the browsing sessions (default: the "
                    "packaged encoder; e.g. gemma3-270m, smollm2-135m: the packaged decoders)")
     p.add_argument("--app-root", default=None, help="run the app of another tree (e.g. an older checkout)")

@@ -32,7 +32,6 @@ import argparse
 import asyncio
 import os
 import random
-import socket
 import sys
 import threading
 import time
@@ -46,18 +45,13 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 
 import bench_load  # noqa: E402
+from bench_browser import free_port, start_server, stop_server  # noqa: E402
 from bench_load import Memory, dist, new_stats, pct  # noqa: E402
 from replicas import Replicas, replica_of, sticky_cookie, wait_healthy  # noqa: E402
 from st_protocol import Session  # noqa: E402
 from viz_core.i18n import t  # noqa: E402
 
 LOST_KEY = "train.lost"   # the Train page's warning for a run its server no longer has
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 async def cookie_for(url: str, old: str = "") -> str:
@@ -180,22 +174,17 @@ async def reconnect(url: str, old: str, path: str, query: str, timeout: float, s
 # ---------------------------------------------------------------- start to healthy
 def start_times(runs: int) -> dict:
     """Process start -> /_stcore/health for a replica of the app and for the bare floor app, alternating."""
-    import subprocess
     times = {"app": [], "floor": []}
     for _ in range(runs):
         for kind, root in (("app", ROOT), ("floor", ROOT / "bench" / "floor_app")):
             port = free_port()
-            env = dict(os.environ, STREAMLIT_BROWSER_GATHER_USAGE_STATS="false")
             t0 = time.perf_counter()
-            proc = subprocess.Popen([sys.executable, "-m", "streamlit", "run", "app.py", "--server.headless", "true",
-                                     "--server.port", str(port), "--server.address", "127.0.0.1"], cwd=root,
-                                    env=env, stdout=subprocess.DEVNULL, stderr=subprocess.STDOUT)
+            proc = start_server(port, root=root)
             try:
                 wait_healthy(f"http://127.0.0.1:{port}", 120, proc)
                 times[kind].append(time.perf_counter() - t0)
             finally:
-                proc.terminate()
-                proc.wait(timeout=20)
+                stop_server(proc)
     return times
 
 
@@ -271,13 +260,9 @@ def main(argv=None) -> int:
     p.add_argument("--scenarios", type=lambda s: s.split(","), default=["1x20", "1x40", "2x40"],
                    help="REPLICASxVISITORS, comma-separated (default 1x20,1x40,2x40)")
     p.add_argument("--trainers", type=int, default=2, help="training sessions in every scenario")
-    p.add_argument("--seconds", type=float, default=60, help="length of each scenario after the arrivals")
-    p.add_argument("--arrival", type=float, default=15, help="the sessions arrive spread over this many seconds")
-    p.add_argument("--train-seconds", type=int, default=20, help="each training run's time limit")
-    p.add_argument("--timeout", type=float, default=60, help="seconds one action may take")
+    bench_load.class_options(p)
     p.add_argument("--failover-visitors", type=int, default=6, help="visitors in the kill-a-replica run (0: skip)")
     p.add_argument("--start-runs", type=int, default=3, help="start -> healthy runs of a replica and of the floor")
-    p.add_argument("--seed", type=int, default=0)
     p.add_argument("--deadline", type=float, default=1500, help="the whole script stops by itself after this")
     p.add_argument("--quick", action="store_true", help="a smoke run: 1x4 and 2x6 for 20 s, 1 trainer")
     args = p.parse_args(argv)

@@ -11,14 +11,13 @@
 from __future__ import annotations
 
 import io
-import socket
 import sys
 import zipfile
 
 import pytest
 
-from tests.browser.conftest import (CHART, ROOT, _unavailable, assert_no_exception, choose, chosen, open_tab, screenshot,
-                                    wait_done)
+from tests.browser.conftest import (CHART, ROOT, _free_port, _unavailable, assert_no_exception, choose, chosen,
+                                    open_tab, screenshot, wait_done)
 from viz_core.i18n import t
 
 sys.path.insert(0, str(ROOT / "deploy"))
@@ -26,12 +25,6 @@ from replicas import COOKIE, HAPROXY, Replicas  # noqa: E402
 
 ATTENTION = "/?lang=zh&view=grid&layer=3"      # a visitor's own view, in Chinese
 TRAIN = "/train?lang=en&task=reverse&seconds=120"
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 @pytest.fixture(scope="module")
