@@ -22,7 +22,8 @@ RAW_HTML_PLACES = {("app_pages/_ui/__init__.py", "latex"), ("app_pages/_ui/__ini
 FORMULA_SOURCES = {("app_pages/anatomy.py", "formula"),          # _formulas(*tex): its callers pass literals
                    ("app_pages/optimizers.py", "surface.latex"),  # viz_core.surfaces.SURFACES
                    ("app_pages/optimizers.py", "opt.LATEX[n]"),   # viz_core.optimizers.LATEX
-                   ("app_pages/_ui/path.py", "step.formula")}     # viz_core.learning.path.STEPS
+                   ("app_pages/_ui/path.py", "step.formula"),     # viz_core.learning.path.STEPS
+                   ("app_pages/head_finder.py", "FORMULAS[score]")}  # the page's own table of literals
 HOSTILE = '</div><img src=x onerror="alert(1)"> $$\n\n![t](http://example.invalid/t.png)\n\n$$ <b>bold</b> " x'
 
 

@@ -6,6 +6,7 @@ The root address (/) opens DEFAULT_PAGE, Attention, as it always has: addresses 
 PAGES = [
     ("start", ":material/school:"),  # first in the sidebar; Attention stays the default address (DEFAULT_PAGE)
     ("attention", ":material/grid_on:"),
+    ("head_finder", ":material/manage_search:"),
     ("mechanics", ":material/calculate:"),
     ("scaling", ":material/straighten:"),
     ("positions", ":material/waves:"),
