@@ -13,7 +13,7 @@ from app_pages._ui.attention import Chosen, Source
 from app_pages._ui import compare as compare_view
 from app_pages._ui import decoder as decoder_view
 from app_pages._ui import importance as importance_view
-from app_pages._ui import models
+from app_pages._ui import model_picker, models
 from app_pages._ui import qk_map as qk_view
 from viz_core import export
 from viz_core.errors import InputError
@@ -37,36 +37,9 @@ def error(exc: InputError) -> None:
 
 
 # ---------------------------------------------------------------- model and text
-def model_label(model_id: str) -> str:
-    """A picker line: "name · language · kind (family) · ~size MB"; an id the catalog does not describe as typed."""
-    e = catalog.entry(model_id)
-    if e is None:
-        return model_id
-    where = "model_packaged" if e.packaged else "model_cached" if catalog.is_cached(e.id) else \
-        "model_size_offline" if catalog.hub_offline_forced() else "model_size"
-    return cached.model_line(e, f"attention.{where}", ui.lang())
-
-
 def use_model(model_id: str) -> None:
-    """Callback: put a model id into the picker (typed in the free box, or offered for a text it cannot read)."""
-    ui.set_state("model", model_id.strip()[:200])
-    st.session_state.pop("attention.model_other", None)
-
-
-def model_picker() -> str:
-    """The picker of the models this server allows (language, kind, download size); where the operator allows any id
-    or server folders, a box for one more. An id from a shared link that is not in the list is listed too (and
-    refused with a message when it loads)."""
-    policy = models.policy()
-    ids = catalog.picker_ids(policy)
-    current = ui.value("model", "", str, lambda v: isinstance(v, str) and len(v) <= 200)
-    ids += [current] if current not in ids else []
-    name = ui.selectbox(t("attention.model"), ids, "model", "", format_func=model_label, help=t("attention.model_help"))
-    if catalog.free_ids(policy):
-        st.text_input(t("attention.model_other"), key="attention.model_other", max_chars=200,
-                      help=t("attention.model_other_help"), placeholder="org/model",
-                      on_change=lambda: use_model(st.session_state.get("attention.model_other") or ""))
-    return name.strip()
+    """Callback: put a model id into the picker (offered for a text the chosen model cannot read)."""
+    model_picker.use(model_id, "attention.model_other")
 
 
 def model_box():
@@ -75,7 +48,7 @@ def model_box():
     The first visit after the server started draws a line of text as a chart, so the browser loads its chart library
     while the model loads, not after (about 1 s of a cold start). An unusable model falls back to the default.
     """
-    name = model_picker()
+    name = model_picker.picker("attention.model_other")
     if not models.packaged_gate(name):  # a packaged decoder converting in the background: its progress, nothing else
         st.stop()
     waiting = st.empty()

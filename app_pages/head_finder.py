@@ -9,14 +9,12 @@ import pandas as pd
 import streamlit as st
 
 from app_pages import _ui as ui
-from app_pages._ui import attention as cached
 from app_pages._ui import head_finder as finder
-from app_pages._ui import models
+from app_pages._ui import model_picker, models
 from viz_core import export
 from viz_core.errors import InputError
 from viz_core.plots import attention as attention_plots
 from viz_core.plots import head_finder as plots
-from viz_core.pretrained import catalog
 from viz_core.pretrained.head_finder import REPEAT_SCORES, SCORES, HeadFinder, split_sentences
 from viz_core.pretrained.result import MAX_CHARS
 
@@ -37,24 +35,14 @@ t = ui.t
 
 
 def fmt(score: str, value: float) -> str:
-    return "—" if not np.isfinite(value) else format(value, FORMATS.get(score, ".3f"))
+    """A score's value: a share of attention to 3 decimals, or, below 0.001, in scientific notation (not "0.000")."""
+    if not np.isfinite(value):
+        return "—"
+    small = score not in FORMATS and value != 0 and abs(value) < 1e-3
+    return format(value, ".1e" if small else FORMATS.get(score, ".3f"))
 
 
 # ---------------------------------------------------------------- model and corpus
-def model_picker() -> str:
-    """The models this server allows (as on the Attention page); an id from a shared link is listed too."""
-    policy = models.policy()
-    ids = catalog.picker_ids(policy)
-    current = ui.value("model", "", str, lambda v: isinstance(v, str) and len(v) <= 200)
-    ids += [current] if current not in ids else []
-
-    def label(model_id: str) -> str:
-        e = catalog.entry(model_id)
-        where = "model_packaged" if e is not None and e.packaged else "model_size"
-        return model_id if e is None else cached.model_line(e, f"attention.{where}", ui.lang())
-    return ui.selectbox(t("attention.model"), ids, "model", "", format_func=label).strip()
-
-
 def model_info(name: str):
     """(name, info) of the chosen model; one that cannot be loaded says why, and the packaged one is used."""
     try:
@@ -159,7 +147,7 @@ def score_table(res: HeadFinder, score: str, ascending: bool, layer: int, head: 
     rows = res.table()
     frame = pd.DataFrame([rows[i] for i in order])
     frame.columns = [t("attention.layer"), t("attention.head"), *(t(f"head_finder.score_{s}") for s in SCORES)]
-    fmt_cols = {t(f"head_finder.score_{s}"): st.column_config.NumberColumn(format="%.3f" if s not in FORMATS else "%.2f")
+    fmt_cols = {t(f"head_finder.score_{s}"): st.column_config.NumberColumn(format="%.4g" if s not in FORMATS else "%.2f")
                 for s in SCORES}
     st.dataframe(frame, key="finder_table", on_select=partial(table_clicked, "finder_table", order, res.n_heads),
                  selection_mode="single-row", hide_index=True, height=min(36 + 35 * len(frame), 420),
@@ -192,7 +180,7 @@ def standing(res: HeadFinder, layer: int, head: int) -> None:
         rank = int(res.rank(s)[layer, head])
         labels.append(t(f"head_finder.score_{s}"))
         values.append(fmt(s, v))
-        ranks.append(t("head_finder.rank_of", rank=rank, n=n))
+        ranks.append(f'{t("head_finder.col_rank")}: {t("head_finder.rank_of", rank=rank, n=n)}')
         pct.append(share)
         rows.append({t("head_finder.col_score"): t(f"head_finder.score_{s}"), t("head_finder.col_value"): fmt(s, v),
                      t("head_finder.col_rank"): t("head_finder.rank_of", rank=rank, n=n),
@@ -214,7 +202,7 @@ def examples(res: HeadFinder, score: str, layer: int, head: int, name: str) -> N
                 "query_token": res.sentences[e.sentence].tokens[e.query], "key_position": e.key,
                 "key_token": res.sentences[e.sentence].tokens[e.key], "value": e.value, "context": res.context(e)}
                for i, e in enumerate(found)]
-    shown = pd.DataFrame([{t("head_finder.col_rank"): r["rank"], t("head_finder.col_source"): t(f"head_finder.src_{r['source']}"),
+    shown = pd.DataFrame([{t("head_finder.col_example"): r["rank"], t("head_finder.col_source"): t(f"head_finder.src_{r['source']}"),
                            t("attention.query"): r["query_token"], t("attention.key"): r["key_token"],
                            t("head_finder.col_value"): fmt(score, r["value"]), t("head_finder.col_context"): r["context"]}
                           for r in records])
@@ -249,7 +237,8 @@ def probe(res: HeadFinder, name: str, layer: int, head: int) -> None:
                                  x_title=t("attention.query"), value_name=t("attention.weight")), key="finder_by")
     st.caption(t("head_finder.probe_explain"))
     ui.link("attention", t("head_finder.open_attention", layer=layer, head=head),
-            {"model": name, "text": text, "layer": layer, "head": head, "view": "head"}, icon=":material/grid_on:")
+            {**({"model": name} if name else {}), "text": text, "layer": layer, "head": head, "view": "head"},
+            icon=":material/grid_on:")
 
 
 def head_card(res: HeadFinder, score: str, name: str, model_name: str, layer: int, head: int) -> None:
@@ -266,7 +255,7 @@ def head_card(res: HeadFinder, score: str, name: str, model_name: str, layer: in
 # ---------------------------------------------------------------- page
 ui.setup("head_finder")
 st.markdown(ui.glossed(t("head_finder.intro")))
-name, m = model_info(model_picker())
+name, m = model_info(model_picker.picker("head_finder.model_other"))
 if not models.packaged_gate(name):  # a packaged decoder converting in the background: its progress, nothing else
     st.stop()
 own = corpus_box()

@@ -8,7 +8,9 @@
    at its peak and after (the result itself is well under a megabyte);
 2. a pasted text of 2,000 words on MiniLM (goal <= 10 s);
 3. the page once the pass is done (AppTest script runs, which include AppTest's own overhead): the first full run,
-   then opening another head and sorting by another score (goal <= 0.5 s each).
+   then opening another head and sorting by another score (goal <= 0.5 s each);
+4. memory: the process's RSS over 30 more page runs (heads and scores in turn), then over 12 passes of different
+   pasted texts (the server keeps 8 finished results: the RSS must level off, not grow with every text).
 """
 from __future__ import annotations
 
@@ -113,6 +115,31 @@ def page() -> None:
     print(f"page, pass done (AppTest script runs): first {first:.2f} s; another head median "
           f"{statistics.median(heads):.2f} s (max {max(heads):.2f}); another score median {statistics.median(scores):.2f}"
           f" s (max {max(scores):.2f})")
+    memory(at)
+
+
+def memory(at) -> None:
+    from app_pages._ui import head_finder as finder
+    rss = [rss_mb()]
+    for i in range(30):
+        next(sb for sb in at.selectbox if sb.label == "Layer").set_value(i % 6)
+        next(sb for sb in at.selectbox if sb.label == "Head").set_value((5 * i) % 12)
+        if i % 3 == 0:
+            next(sb for sb in at.selectbox if sb.label.startswith("Score")).set_value(
+                ("previous", "induction", "entropy", "max", "first")[i // 3 % 5])
+        at.run()
+        rss.append(rss_mb())
+    print(f"RSS over 30 page runs: {rss[0]:.0f} MB -> {rss[10]:.0f} after 10 -> {rss[20]:.0f} after 20 -> "
+          f"{rss[30]:.0f} MB after 30")
+    text = words_2000()
+    rss = [rss_mb()]
+    for i in range(12):
+        own = f"Text number {i}. " + text[: 3000 + 200 * i]
+        finder.run("", own)
+        finder.runs().wait(finder.key("", own), timeout=120)
+        rss.append(rss_mb())
+    print(f"RSS over 12 passes of different pasted texts: {' '.join(f'{v:.0f}' for v in rss)} MB; results kept "
+          f"{len(finder.runs()._runs)} (at most {finder.runs().max_results})")
 
 
 def main() -> None:

@@ -58,8 +58,8 @@ def test_page_opens_on_the_top_head_of_the_default_score():
     assert (first["Layer"], first["Head"]) == (layer, head)  # sorted, highest first
     col = table["previous token"].to_numpy()
     assert np.all(np.diff(col) <= 1e-9)
-    assert any("50 English sentences" in c.value for c in at.caption)  # what the scores read
-    assert any("4 sequences of random tokens" in c.value for c in at.caption)
+    assert any("English sentences: 50 (" in c.value for c in at.caption)  # what the scores read
+    assert any("written twice: 4 (" in c.value for c in at.caption)
 
 
 def test_sorting_by_another_score_and_order():

@@ -60,3 +60,28 @@ def test_cells_bars_and_annotations():
                                       sampled_name="s"))
     assert_escaped(train.next_token_bars(probs, TYPED, 0))
     assert_escaped(importance.attribution_bars(TYPED, {"ig": probs}, token_label="token", share_label="share"))
+
+
+def test_head_finder_figures_show_typed_tokens_and_titles_as_typed():
+    from viz_core.plots import head_finder
+    w = np.full(len(TYPED), 1 / len(TYPED))
+    fig = head_finder.token_bars(TYPED, w, 1, title=f"“{TYPED[0]}” attends to", x_title="key", value_name="weight")
+    assert_escaped(fig)
+    assert "&lt;b&gt;word&lt;/b&gt;" in fig.layout.title.text
+    assert_escaped(head_finder.standing_bars([10, 90], TYPED[:2], ["0.1", "0.9"], ["1 of 2", "2 of 2"], title=TYPED[1],
+                                             x_title="share"))
+
+
+def test_a_title_under_the_toolbar_is_wrapped_escaped_and_below_it():
+    fig = common.title_under_toolbar(go_figure(), "Largest weight per query (histogram over the corpus) <b>", gap=10)
+    lines = fig.layout.title.text.split("<br>")
+    assert len(lines) == 2 and all(common._width(x.replace("&lt;", "<").replace("&gt;", ">")) <= common.TITLE_CHARS
+                                   for x in lines), lines
+    assert lines[-1].endswith("&lt;b&gt;")
+    assert fig.layout.title.yref == "container" and fig.layout.title.yanchor == "top" and fig.layout.title.pad.t == 40
+    assert fig.layout.margin.t == 40 + 22 * 2 + 10  # toolbar, two title lines, the gap
+
+
+def go_figure():
+    import plotly.graph_objects as go
+    return go.Figure(go.Bar(x=[0, 1], y=[1, 2]))

@@ -11,7 +11,7 @@ from viz_core.pretrained import finder_sources
 from viz_core.pretrained.finder_runs import FinderRun, FinderRuns
 from viz_core.pretrained.head_finder import run_pass
 
-from . import models
+from . import memory, models
 
 
 @st.cache_resource(show_spinner=False)
@@ -44,7 +44,8 @@ def run(name: str, own: str | None = None) -> FinderRun:
     corpus = finder_sources.bundled_corpus(src) if own is None else finder_sources.own_corpus(src, own)
 
     def work(finished):
-        return run_pass(corpus, src.n_layers, src.n_heads, src.attend_text, src.attend_ids, finished, src.unk)
+        yield from run_pass(corpus, src.n_layers, src.n_heads, src.attend_text, src.attend_ids, finished, src.unk)
+        memory.release()  # a decoder's pass frees a few hundred MB of activations: hand them back to the system
 
     return runs().start(key(name, own), work)
 

@@ -310,7 +310,7 @@ def test_own_text_is_read_instead_of_the_bundled_sentences(open_page):
     label = t("head_finder.own_text", "en")
     page.get_by_label(label, exact=True).wait_for()
     type_text(page, label, OWN)
-    read = t("head_finder.source_own", "en", n=4, tokens=0).split(" (")[0]  # "4 sentences of your text"
+    read = t("head_finder.source_own", "en", n=4, tokens=0).split(" (")[0]  # "sentences of your text: 4"
     page.get_by_text(read, exact=False).first.wait_for(timeout=PASS_MS)  # the pass over the text has ended
     page.get_by_role("combobox", name=score_label("en"), exact=True).wait_for(timeout=PASS_MS)
     wait_done(page)
@@ -343,6 +343,8 @@ def test_the_link_opens_the_head_with_the_sentence_on_the_attention_page(open_pa
     assert_card(page, "en", 2, 7)
     link = page.get_by_role("link", name=t("head_finder.open_attention", "en", layer=2, head=7))
     link.scroll_into_view_if_needed()
+    href = link.get_attribute("href") or ""
+    assert "model=" not in href, href  # the default model: no empty model= in the link
     link.click()
     # (Attention is the app's default page: its address is the root, /)
     page.wait_for_function("() => !location.pathname.endsWith('/head_finder')", timeout=30_000)

@@ -126,10 +126,11 @@ def check_examples(f: HeadFinder, per: dict, score: str, l: int, h: int, atol: f
     """The head card's examples are the brute force's top k (entropy: the lowest), each at its own query's value
     with a key that shows it."""
     k = f.top_value[score].shape[-1]
-    entries = per[score][l, h]
+    entries = [e for e in per[score][l, h] if score != "previous" or e[1] >= 2]  # previous: from query 2
     want = sorted((e[2] for e in entries), reverse=score not in LOWER_IS_ACTIVE)[:k]
     got = f.examples(score, l, h)
     assert len(got) == len(want), (score, l, h)
+    assert score != "previous" or all(e.query >= 2 and e.key == e.query - 1 for e in got)
     np.testing.assert_allclose([e.value for e in got], want, rtol=1e-9, atol=atol, err_msg=f"{score} {l} {h}")
     at = {(e[0], e[1]): e for e in entries}
     assert len({(e.sentence, e.query) for e in got}) == len(got)  # no place twice
@@ -615,6 +616,23 @@ def test_finder_runs_share_a_run_and_finish():
     assert r2 is not r1 and runs.wait("m|own", 10).state == "done"
 
 
+def test_finder_runs_refuse_a_pass_past_the_waiting_line():
+    from viz_core.errors import InputError
+    runs = FinderRuns(max_running=1, max_waiting=1)
+    release = threading.Event()
+    running = runs.start("a", fake_work(release=release))
+    waiting = runs.start("b", fake_work())
+    with pytest.raises(InputError) as refused:
+        runs.start("c", fake_work())
+    assert refused.value.code == "head_finder.busy" and refused.value.params == {"n": 2}
+    assert runs.get("c") is None
+    assert runs.start("a", fake_work()) is running  # asking for a pass already under way is never refused
+    release.set()
+    assert runs.wait("a", 10).state == "done" and runs.wait("b", 10).state == "done"
+    assert runs.wait("c", 0) is None and runs.start("c", fake_work()) is not None  # room again
+    assert runs.wait("c", 10).state == "done" and waiting.state == "done"
+
+
 def test_finder_runs_keep_at_most_max_results():
     runs = FinderRuns(max_results=2)
     for key in ("a", "b"):
@@ -654,3 +672,36 @@ def test_an_examples_key_is_one_the_score_reads_even_at_zero_weight():
     (dup,), (ind,) = f.examples("duplicate", 0, 0), f.examples("induction", 0, 0)
     assert (dup.query, dup.key, dup.value) == (3, 1, 0.0)
     assert (ind.query, ind.key, ind.value) == (3, 2, 0.0)
+
+
+def test_repeat_copies_are_found_by_id_not_by_label():
+    """Two token ids with the same label (a tokenizer's byte pieces can share one) are different tokens: with ids the
+    only copies of [s] a b a b are the second a and b; by labels alone, b would also copy a."""
+    rng = np.random.default_rng(4)
+    a = random_weights(rng, 1, 1, 5, causal=True)
+    labels = ["<s>", "x", "x", "x", "x"]
+    by_id = CorpusPass(1, 1)
+    by_id.add(a, labels, "repeat", ids=[1, 7, 8, 7, 8])
+    by_label = CorpusPass(1, 1)
+    by_label.add(a, labels, "repeat")
+    f = by_id.result()
+    assert f.read["duplicate"].queries == 2  # queries 3 and 4
+    assert by_label.result().read["duplicate"].queries == 3  # queries 2, 3, 4: the labels collide
+    w = a[0, 0].astype(np.float64)
+    assert f.scores["duplicate"][0, 0] == pytest.approx((w[3, 1] + w[4, 2]) / 2, rel=1e-6)
+    assert f.scores["induction"][0, 0] == pytest.approx((w[3, 2] + w[4, 3]) / 2, rel=1e-6)
+
+
+def test_previous_token_examples_start_at_query_two():
+    """A head that puts everything on the first token has A[1, 0] = 1, which is also its previous token: that is a
+    sink, not a previous-token example, so the card's previous-token examples start at query 2."""
+    n = 6
+    a = np.zeros((1, 1, n, n))
+    a[0, 0, :, 0] = 1.0  # a pure sink head
+    acc = CorpusPass(1, 1)
+    acc.add(a, [f"w{i}" for i in range(n)], "en")
+    f = acc.result()
+    got = f.examples("previous", 0, 0)
+    assert len(got) == n - 2 and all(e.query >= 2 for e in got)
+    assert all(e.value == 0.0 for e in got)
+    assert f.scores["previous"][0, 0] == pytest.approx(1 / (n - 1))  # the score itself still reads query 1

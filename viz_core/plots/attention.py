@@ -190,7 +190,12 @@ def stats_map(values: np.ndarray, *, title: str, value_name: str, layer_label: s
     if selected is not None:
         fig.add_shape(type="rect", x0=selected[1] - 0.5, x1=selected[1] + 0.5, y0=selected[0] - 0.5,
                       y1=selected[0] + 0.5, line=dict(color="#e4572e", width=3))
-    fig.update_xaxes(tickangle=0)
+    # upright head numbers that stay apart on a phone (9+ heads: a smaller font); the colour bar leaves its title to
+    # the figure's, which names the same value, so the cells keep the width
+    fig.update_xaxes(tickangle=0, tickfont=dict(size=10) if n_heads > 8 else None, zeroline=False)
+    fig.update_yaxes(zeroline=False)
+    fig.update_traces(colorbar=dict(title=None), selector=dict(type="heatmap"))
+    fig.update_layout(margin=dict(r=64))  # the bar and its numbers, without a title
     fig.update_layout(clickmode="event+select", dragmode=False)
     return fig
 

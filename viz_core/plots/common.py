@@ -20,6 +20,39 @@ LINE_COLOURS = ("#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b"
 PLOTLY_CONFIG = {"displaylogo": False, "toImageButtonOptions": {"format": "png", "scale": 2}}
 
 
+TITLE_CHARS = 34  # a title line at most this long (in half-width characters): a phone's width, whole words
+
+
+def _width(text: str) -> int:
+    """Display width in half-width characters (a CJK character counts two)."""
+    return sum(2 if ord(c) > 0x2E80 else 1 for c in text)
+
+
+def wrap_title(text: str, width: int = TITLE_CHARS) -> str:
+    """A title escaped (plain) and broken into lines of at most `width` (half-width characters) at spaces, or after
+    a colon or comma in Chinese: plotly never wraps a title, and a long one was cut mid-word on a phone."""
+    words = [w for w in text.replace("：", "：\n").replace("，", "，\n").replace(" ", " \n").split("\n") if w]
+    lines, line = [], ""
+    for w in words:
+        if line and _width(line + w) > width:
+            lines.append(line.rstrip())
+            line = ""
+        line += w
+    lines.append(line.rstrip())
+    return "<br>".join(plain(x) for x in lines if x)
+
+
+def title_under_toolbar(fig: go.Figure, title: str, gap: int = 10) -> go.Figure:
+    """The figure's title (escaped, wrapped for a phone: wrap_title) starts under the toolbar (plotly's modebar, which
+    a phone shows at all times and draws over a title at the top): top margin = 40 px of toolbar + 22 px per title
+    line + gap above the plot."""
+    wrapped = wrap_title(title)
+    lines = 1 + wrapped.count("<br>")
+    fig.update_layout(title=dict(text=wrapped, yref="container", y=1, yanchor="top", pad=dict(t=40)),
+                      margin=dict(t=40 + 22 * lines + gap))
+    return fig
+
+
 def tiles(axes: str = "xy") -> dict:
     """The `meta` of a clickable map's point trace whose points own tiles: each point owns the cell around its
     centre, up to halfway to its neighbours along `axes` ("xy": a layer x head map's cells; "y": a bar chart's

@@ -1,5 +1,6 @@
 """Figures of the head finder: where one head stands among all heads, the histogram of its largest weights, and
-what a chosen token attends to and is attended by. Arrays and labels in, go.Figure out; typed tokens escaped."""
+what a chosen token attends to and is attended by. Arrays and labels in, go.Figure out; typed tokens escaped, titles
+under the toolbar (common.title_under_toolbar)."""
 from __future__ import annotations
 
 from collections.abc import Sequence
@@ -7,7 +8,7 @@ from collections.abc import Sequence
 import numpy as np
 import plotly.graph_objects as go
 
-from .common import LINE_COLOURS, fit_margins, plain, tick_labels
+from .common import LINE_COLOURS, fit_margins, plain, tick_labels, title_under_toolbar
 
 
 def standing_bars(percentiles: Sequence[float], labels: Sequence[str], values: Sequence[str], ranks: Sequence[str], *,
@@ -19,10 +20,9 @@ def standing_bars(percentiles: Sequence[float], labels: Sequence[str], values: S
         x=list(percentiles), y=y, orientation="h", marker_color=LINE_COLOURS[0],
         customdata=np.stack([np.asarray(values, dtype=object), np.asarray(ranks, dtype=object)], axis=-1),
         hovertemplate="%{y}: %{customdata[0]}<br>%{customdata[1]}<br>" + plain(x_title) + ": %{x:.0f}<extra></extra>"))
-    fig.update_layout(title=dict(text=plain(title)), height=90 + 30 * len(y), bargap=0.25,
-                      xaxis=dict(title=dict(text=plain(x_title)), range=[0, 100]),
-                      yaxis=dict(autorange="reversed"), margin=dict(t=50, l=10, r=10, b=40))
-    return fit_margins(fig)
+    fig.update_layout(height=120 + 30 * len(y), bargap=0.25,
+                      xaxis=dict(title=dict(text=plain(x_title)), range=[0, 100]), yaxis=dict(autorange="reversed"), margin=dict(l=10, r=10, b=40))
+    return fit_margins(title_under_toolbar(fig, title))
 
 
 def max_weight_histogram(counts: np.ndarray, *, title: str, x_title: str, y_title: str) -> go.Figure:
@@ -31,10 +31,9 @@ def max_weight_histogram(counts: np.ndarray, *, title: str, x_title: str, y_titl
     names = [f"{b / bins:.1f}–{(b + 1) / bins:.1f}" for b in range(bins)]
     fig = go.Figure(go.Bar(x=names, y=np.asarray(counts), marker_color=LINE_COLOURS[2],
                            hovertemplate=plain(x_title) + " %{x}<br>" + plain(y_title) + ": %{y}<extra></extra>"))
-    fig.update_layout(title=dict(text=plain(title)), height=280, bargap=0.1,
-                      xaxis=dict(title=dict(text=plain(x_title)), tickangle=-45),
-                      yaxis=dict(title=dict(text=plain(y_title))), margin=dict(t=50, l=10, r=10, b=40))
-    return fit_margins(fig)
+    fig.update_layout(height=320, bargap=0.1, xaxis=dict(title=dict(text=plain(x_title)), tickangle=-45),
+                      yaxis=dict(title=dict(text=plain(y_title))), margin=dict(l=10, r=10, b=40))
+    return fit_margins(title_under_toolbar(fig, title))
 
 
 def token_bars(tokens: Sequence[str], weights: np.ndarray, chosen: int, *, title: str, x_title: str,
@@ -47,9 +46,9 @@ def token_bars(tokens: Sequence[str], weights: np.ndarray, chosen: int, *, title
     fig = go.Figure(go.Bar(x=np.arange(n), y=np.asarray(weights, dtype=float), marker_color=colours,
                            customdata=np.asarray(labels, dtype=object),
                            hovertemplate="%{x} · %{customdata}<br>" + plain(value_name) + ": %{y:.4f}<extra></extra>"))
-    fig.update_layout(title=dict(text=plain(title)), height=300, bargap=0.15,
+    fig.update_layout(height=340, bargap=0.15,
                       xaxis=dict(title=dict(text=plain(x_title)), tickmode="array", tickvals=ticks, ticktext=texts,
                                  tickangle=-60 if n > 6 else 0),
                       yaxis=dict(title=dict(text=plain(value_name)), rangemode="tozero"),
-                      margin=dict(t=50, l=10, r=10, b=40))
-    return fit_margins(fig)
+                      margin=dict(l=10, r=10, b=40))
+    return fit_margins(title_under_toolbar(fig, title))

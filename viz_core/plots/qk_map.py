@@ -8,13 +8,12 @@ import numpy as np
 import plotly.graph_objects as go
 
 from ..pretrained.qk_map import Projection, QKSet
-from .common import plain
+from .common import TITLE_CHARS, _width, plain, title_under_toolbar, wrap_title  # noqa: F401 (re-exported)
 
 QUERY_COLOUR, KEY_COLOUR = "#1f77b4", "#e4572e"   # blue queries, red-orange keys (both readable on dark and light)
 SELECTED_COLOUR = "#2ca02c"
 LINES_TO = 3            # a chosen query is joined to its 3 heaviest keys
 SENTENCE_CHARS = 60     # hover shows this much of a sentence
-TITLE_CHARS = 34        # a title line at most this long (in half-width characters): a phone's width, whole words
 # where a token's label may sit around its point: (plotly textposition, its box's offset in label heights / widths)
 LABEL_PLACES = (("top center", (-0.5, 0.5)), ("bottom center", (-0.5, -1.5)), ("middle right", (0.05, -0.5)),
                 ("middle left", (-1.05, -0.5)), ("top right", (0.05, 0.5)), ("top left", (-1.05, 0.5)),
@@ -45,25 +44,6 @@ def point_rows(s: QKSet, user_sentence: int | None, kind_is_user: bool) -> np.nd
     """Token indices (into N) of a trace: the user's sentence, or every other sentence."""
     mine = s.sentence == user_sentence if user_sentence is not None else np.zeros(len(s.sentence), bool)
     return np.flatnonzero(mine if kind_is_user else ~mine)
-
-
-def _width(text: str) -> int:
-    """Display width in half-width characters (a CJK character counts two)."""
-    return sum(2 if ord(c) > 0x2E80 else 1 for c in text)
-
-
-def wrap_title(text: str, width: int = TITLE_CHARS) -> str:
-    """A title escaped (plain) and broken into lines of at most `width` (half-width characters) at spaces, or after
-    a colon or comma in Chinese: plotly never wraps a title, and a long one was cut mid-word on a phone."""
-    words = [w for w in text.replace("：", "：\n").replace("，", "，\n").replace(" ", " \n").split("\n") if w]
-    lines, line = [], ""
-    for w in words:
-        if line and _width(line + w) > width:
-            lines.append(line.rstrip())
-            line = ""
-        line += w
-    lines.append(line.rstrip())
-    return "<br>".join(plain(x) for x in lines if x)
 
 
 def label_places(xy: np.ndarray, texts: list[str], span: tuple[float, float], size: tuple[float, float] = (640, 560),
@@ -137,12 +117,9 @@ def qk_scatter(s: QKSet, p: Projection, *, user_sentence: int | None, colour: st
         _lines_to_keys(fig, s, p, chosen, row, labels)
     fig.update_xaxes(title_text=f"{labels.axis} 1", zeroline=False)
     fig.update_yaxes(title_text=f"{labels.axis} 2", zeroline=False, scaleanchor="x", scaleratio=1)
-    wrapped = wrap_title(title)
-    # the title starts under the toolbar (modebar), which a phone's narrow chart would otherwise draw over it
-    fig.update_layout(title=dict(text=wrapped, yref="container", y=1, yanchor="top", pad=dict(t=40)), height=height,
-                      clickmode="event+select", dragmode="pan", legend=dict(orientation="h", y=-0.12),
-                      margin=dict(l=10, r=10, t=88 + 22 * wrapped.count("<br>"), b=10))
-    return fig
+    fig.update_layout(height=height, clickmode="event+select", dragmode="pan", legend=dict(orientation="h", y=-0.12),
+                      margin=dict(l=10, r=10, b=10))
+    return title_under_toolbar(fig, title, gap=26)
 
 
 def _lines_to_keys(fig: go.Figure, s: QKSet, p: Projection, chosen: int, row: np.ndarray, labels: Labels) -> None:

@@ -2,8 +2,9 @@
 own, never inside a visitor's script run. A page asks for a run (start or find it) and draws its progress; whoever
 asks next for the same model and corpus gets the same run, finished or not.
 
-Bounded: at most max_running passes read at once (the others wait their turn), and at most max_results finished
-results are kept, the least recently asked for dropped first (a result is well under a megabyte for the packaged
+Bounded: at most max_running passes read at once, at most max_waiting more wait their turn (one more is refused with a
+message, so visitors who paste text after text cannot queue work and memory without end), and at most max_results
+finished results are kept, the least recently asked for dropped first (a result is well under a megabyte for the packaged
 models: scores, histograms and a dozen examples per head and score).
 """
 from __future__ import annotations
@@ -14,6 +15,7 @@ from collections import OrderedDict
 from dataclasses import dataclass, field
 from typing import Callable, Hashable, Iterator
 
+from ..errors import InputError
 from .head_finder import HeadFinder, Progress
 
 log = logging.getLogger(__name__)
@@ -39,8 +41,9 @@ class FinderRun:
 class FinderRuns:
     """The server's corpus passes (module docstring)."""
 
-    def __init__(self, max_running: int = 1, max_results: int = 8):
+    def __init__(self, max_running: int = 1, max_results: int = 8, max_waiting: int = 4):
         self.max_results = max_results
+        self.max_pending = max_running + max_waiting
         self._runs: OrderedDict[Hashable, FinderRun] = OrderedDict()
         self._lock = threading.Lock()
         self._slots = threading.BoundedSemaphore(max_running)
@@ -53,12 +56,17 @@ class FinderRuns:
             return run
 
     def start(self, key: Hashable, work: Work) -> FinderRun:
-        """The run for key: the existing one (unless it failed), or a new one started on work(finished)."""
+        """The run for key: the existing one (unless it failed), or a new one started on work(finished). Raises
+        InputError when max_running + max_waiting passes are already running or waiting."""
         with self._lock:
             run = self._runs.get(key)
             if run is not None and run.state != "failed":
                 self._runs.move_to_end(key)
                 return run
+            pending = sum(r.state in ("waiting", "running") for r in self._runs.values())
+            if pending >= self.max_pending:
+                raise InputError("head_finder.busy", f"the server is already reading {pending} corpora; try again "
+                                                     f"in a minute", n=pending)
             run = FinderRun(key)
             self._runs[key] = run
             self._runs.move_to_end(key)

@@ -19,9 +19,11 @@ duplicate and induction are defined only at queries that have an earlier copy of
 TransformerLens's head detector (duplicate: same token, key before query; induction: that mask shifted one key to the
 right, lower triangle), so on [start] r r (r: T distinct random tokens) the induction score is the mean of the
 stripe A[i, i - T + 1] over the second copy, exactly TransformerLens's induction score, and duplicate the mean of
-A[i, i - T]. Both are read on repeated random tokens (nothing but the repeat predicts the second copy); the other
-scores on natural sentences. Sums are pooled in float64 and every example is ranked by its value, then by its
-sentence's text: reordering the corpus changes neither.
+A[i, i - T]. Both are read on repeated random tokens (nothing but the repeat predicts the second copy), whose copies
+are found by token id (two ids may share a label); the other scores on natural sentences. Sums are pooled in float64
+and every example is ranked by its value, then by its sentence's text: reordering the corpus changes neither. A
+previous-token example starts at query 2: at query 1 the previous token is the first one, where a sink head would look
+like a previous-token head.
 """
 from __future__ import annotations
 
@@ -75,9 +77,11 @@ def _masked(a: np.ndarray, mask: np.ndarray) -> QueryValues:
     return QueryValues(inside.sum(-1), heaviest, mask.any(-1))
 
 
-def query_values(weights: np.ndarray, tokens: Sequence, scores: Sequence[str] = SCORES) -> dict[str, QueryValues]:
+def query_values(weights: np.ndarray, tokens: Sequence, scores: Sequence[str] = SCORES,
+                 ids: Sequence[int] | None = None) -> dict[str, QueryValues]:
     """The per-query values of the module docstring for queries 1 .. N-1: weights (L, H, N, N) -> {score:
-    QueryValues with (L, H, N-1) arrays}. A sentence of one token has no query to read (empty arrays)."""
+    QueryValues with (L, H, N-1) arrays}. Copies are found by ids where given (else by the token labels). A sentence
+    of one token has no query to read (empty arrays)."""
     a_all = np.asarray(weights, dtype=np.float64)
     n = a_all.shape[-1]
     a = a_all[..., 1:, :]  # (L, H, Q, N): the queries read
@@ -100,7 +104,7 @@ def query_values(weights: np.ndarray, tokens: Sequence, scores: Sequence[str] = 
         elif score == "max":
             out[score] = QueryValues(a.max(-1), argmax, everywhere)
         elif score in REPEAT_SCORES:
-            duplicate, induction = copy_masks(tokens)
+            duplicate, induction = copy_masks(tokens if ids is None else ids)
             out[score] = _masked(a, (duplicate if score == "duplicate" else induction)[1:])
         else:
             raise ValueError(f"score must be one of {SCORES}, got {score!r}")
@@ -206,9 +210,9 @@ class CorpusPass:
         self.sentences: list[CorpusSentence] = []
         self.skipped: dict[str, int] = {}  # source -> sentences left out (refused, or mostly unknown tokens)
 
-    def add(self, weights: np.ndarray, tokens: Sequence[str], source: str) -> None:
-        """One sentence: weights (L, H, N, N), its N tokens, and where it comes from ("repeat" feeds the repeat
-        scores and nothing else; any other source feeds the other scores)."""
+    def add(self, weights: np.ndarray, tokens: Sequence[str], source: str, ids: Sequence[int] | None = None) -> None:
+        """One sentence: weights (L, H, N, N), its N tokens (and their ids, which find the copies where given), and
+        where it comes from ("repeat" feeds the repeat scores and nothing else; any other source feeds the others)."""
         if weights.shape[:2] != (self.n_layers, self.n_heads) or weights.shape[-1] != len(tokens):
             raise ValueError(f"weights {weights.shape} do not match {self.n_layers} layers, {self.n_heads} heads "
                              f"and {len(tokens)} tokens")
@@ -218,7 +222,7 @@ class CorpusPass:
         index = len(self.sentences)
         self.sentences.append(CorpusSentence([str(t) for t in tokens], source))
         ties = _tie_keys(tokens, len(tokens) - 1)  # (Q,)
-        for score, qv in query_values(weights, tokens, scores).items():
+        for score, qv in query_values(weights, tokens, scores, ids).items():
             if not qv.defined.any():
                 continue
             read = self.read[score]
@@ -237,6 +241,8 @@ class CorpusPass:
         sign = -1.0 if score in LOWER_IS_ACTIVE else 1.0
         shape = qv.values.shape  # (L, H, Q)
         new_v = np.where(qv.defined, sign * qv.values, -np.inf)
+        if score == "previous":
+            new_v[..., :1] = -np.inf  # query 1: its previous token is the first one (a sink's place)
         queries = np.broadcast_to(np.arange(1, shape[-1] + 1), shape)
         new_ref = np.stack([np.full(shape, index), queries, qv.keys], -1)  # (L, H, Q, 3)
         v = np.concatenate([self.top_value[score], new_v], -1)  # (L, H, K + Q)
@@ -340,7 +346,7 @@ def run_pass(corpus: Corpus, n_layers: int, n_heads: int,
         yield Progress(done, total)
     for ids in repeats:
         tokens, weights = attend_ids(ids)
-        acc.add(weights, tokens, "repeat")
+        acc.add(weights, tokens, "repeat", ids=[int(i) for i in ids])
         done += 1
         yield Progress(done, total)
     finished(acc.result())
