@@ -63,8 +63,10 @@ def pct(x: float) -> str:
 def describe_model(model, origin: str) -> None:
     info = model.info
     st.badge(t("common.looking_at"), icon=":material/visibility:", color="blue")
-    st.info(t(f"train.origin_{origin}", steps=info.get("steps", "?"), seconds=info.get("seconds", "?"),
-              device=info.get("device", "cpu")))
+    # a checkpoint's values are shown as written, never read as markdown (an upload's are checked too, on load)
+    shown = {k: ui.plain_md(str(info.get(k, default))) for k, default in (("steps", "?"), ("seconds", "?"),
+                                                                          ("device", "cpu"))}
+    st.info(t(f"train.origin_{origin}", **shown))
     accuracy_by_length(model)
     if origin != "shipped" and cached.shipped(model.task.name) is not None:
         st.button(t("train.reset"), key="train.reset", on_click=cached.training.forget, args=(model.task.name,))

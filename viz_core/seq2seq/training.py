@@ -18,6 +18,7 @@ import copy
 import functools
 import json
 import logging
+import re
 from pathlib import Path
 
 import numpy as np
@@ -27,7 +28,7 @@ import torch.nn.functional as F
 from ..device import CPU_RUN_BYTES, DeviceBatches, autocast, memory_budget, pick_device, precision
 from ..errors import InputError
 from ..export import write_files, zip_bytes
-from .model import ModelConfig, Seq2SeqTransformer, count_parameters
+from .model import ModelConfig, Seq2SeqTransformer, capture_names, count_parameters
 from .. import priority
 from ..seeding import RandomStream, unseeded
 from ..threads import thread_budget
@@ -732,13 +733,15 @@ def load_checkpoint_files(files: dict[str, bytes]) -> Translator:
 
     Nothing is built before the config has been checked (types, ranges, the memory a model of its size needs,
     the same budget as the Train tab), and no weight is read before the safetensors header has been compared
-    with the shapes that config needs."""
+    with the shapes that config needs. Every value the page shows (info, history, snapshots) is typed and ranged
+    like what the trainer writes there."""
     missing = [n for n in (CONFIG, WEIGHTS) if n not in files]
     if missing:
         raise InputError("train.ckpt_missing", f"the checkpoint needs {CONFIG} and {WEIGHTS}; missing: "
                          f"{', '.join(missing)}", names=", ".join(missing))
     config = _parse_config(files[CONFIG])
     task, model_cfg, train_cfg = _task_and_model(config)
+    info, history = checked_info(config["info"], task), checked_history(config["history"], task)
     # the memory to hold the model and decode one input: a model trained on a GPU, with batches no CPU run could
     # hold, still loads on a CPU server when the model itself fits
     need = estimate_memory(model_cfg, 1, task.max_src_len, task.max_tgt_len + 1)
@@ -750,8 +753,8 @@ def load_checkpoint_files(files: dict[str, bytes]) -> Translator:
     with unseeded():  # initial weights that the checkpoint's replace
         model = Seq2SeqTransformer(model_cfg)
     _load_weights(model, files[WEIGHTS])
-    snapshots = _load_snapshots(files.get(SNAPSHOTS), model_cfg)
-    return Translator(model, task, train_cfg, config["history"], snapshots, config["info"])
+    snapshots = _load_snapshots(files.get(SNAPSHOTS), model_cfg, task)
+    return Translator(model, task, train_cfg, history, snapshots, info)
 
 
 def _bad_config(detail: str) -> InputError:
@@ -760,7 +763,8 @@ def _bad_config(detail: str) -> InputError:
 
 
 def _parse_config(raw: bytes) -> dict:
-    """config.json -> a dict whose sections have the types the loader reads (values are checked later)."""
+    """config.json -> a dict whose sections have the types the loader reads (values are checked later: model and
+    train by typed_values, info and history by checked_info / checked_history once the task is known)."""
     config = parse_json(raw, CONFIG)
     if not isinstance(config, dict) or config.get("format") != CHECKPOINT_FORMAT:
         raise _bad_config(f"'format' must be {CHECKPOINT_FORMAT!r}")
@@ -771,17 +775,17 @@ def _parse_config(raw: bytes) -> dict:
         config[key] = default if config.get(key) is None else config[key]
         if not isinstance(config[key], kind):
             raise _field_error(key, "table" if kind is dict else "list")
-    config["history"] = _checked_history(config["history"])
-    config["info"] = _checked_info(config["info"])
     return config
 
 
 FIELD_KINDS = {  # what a config value must be, in the visitor's words (English, Chinese)
-    "int": ("a whole number", "整数"), "float": ("a number", "数字"), "bool": ("true or false", "true 或 false"),
+    "int": ("a whole number", "整数"), "float": ("a finite number", "有限的数字"),
+    "bool": ("true or false", "true 或 false"),
     "str": ("a short text", "一段短文本"), "table": ("a table ({...})", "表（{...}）"), "list": ("a list ([...])", "列表（[...]）"),
     "setting": ("a setting this app knows", "本应用认识的设置"), "task": ("a task name", "任务名称"),
-    "history": ("a list of tables of short values", "由短值组成的表的列表"),
-    "info": ("a table of short values", "由短值组成的表"),
+    "history": (f"a list of at most {MAX_HISTORY:,} training records (tables)",
+                f"最多 {MAX_HISTORY:,} 条训练记录（表）的列表"),
+    "info": (f"a table of at most {MAX_INFO} values", f"最多含 {MAX_INFO} 个值的表"),
 }
 
 
@@ -790,28 +794,118 @@ def _field_error(name: str, kind: str) -> InputError:
     return InputError("train.ckpt_field", f"{CONFIG}: '{name}' must be {en}", field=name[:60], kind={"en": en, "zh": zh})
 
 
-def _checked_history(history: list) -> list[dict]:
-    if len(history) > MAX_HISTORY or not all(_flat_table(h) for h in history):
-        raise _field_error("history", "history")
-    return history
-
-
-def _checked_info(info: dict) -> dict:
-    if len(info) > MAX_INFO or not _flat_table(info):
-        raise _field_error("info", "info")
-    return info
-
-
-def _flat_table(table) -> bool:
-    """A dict of at most 64 short names -> None, a bool, a finite number or a short text."""
-    return isinstance(table, dict) and len(table) <= 64 and all(
-        isinstance(k, str) and len(k) <= 60 and (v is None or isinstance(v, bool) or _is_number(v)
-                                                 or (isinstance(v, str) and len(v) <= 200))
-        for k, v in table.items())
-
-
 def _is_number(v) -> bool:
     return isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
+
+
+# ---------------------------------------------------------------- the values the page shows: info and history
+# A checkpoint's info and history hold what the trainer wrote (Translator.from_trainer, length_info, Trainer._record),
+# and the page computes with them and shows them: each value must have the kind and range the trainer writes (a text
+# where the page computes a percentage, or an integer beyond 64 bits in a chart, would break it) and a text must be
+# one of the few the trainer writes (never markup). Keys the trainer never writes are dropped: nothing reads them.
+MAX_STEPS = TRAIN_LIMITS["max_steps"][1]  # the largest step budget a checkpoint's train config may state
+MAX_SECONDS = 10 * TRAIN_LIMITS["max_seconds"][1]  # a run passes its time budget by its last step only
+MAX_PER_LENGTH = 10**6  # held-out sequences per input length behind info's accuracies (the CLI's table: 1000)
+MAX_LR = TRAIN_LIMITS["lr_factor"][1]  # noam_lr <= factor * d_model^-0.5 * warmup^-0.5 <= factor (both >= 1)
+
+
+@dataclass(frozen=True)
+class Spec:
+    """One value of info or of a history record: kind "int", "float" (a whole number is a float too, a bool is
+    neither) or "text" (one of `choices`, a regular expression, listed to the visitor as `shown`); a number lies in
+    lo..hi; None only where nullable."""
+    kind: str
+    lo: float = 0
+    hi: float = math.inf
+    nullable: bool = False
+    choices: str = ""
+    shown: str = ""
+
+
+SHARE = Spec("float", 0.0, 1.0)  # an accuracy
+SHARE_OR_NONE = Spec("float", 0.0, 1.0, nullable=True)  # an accuracy, None before the first evaluation
+STEP = Spec("int", 0, MAX_STEPS)
+SECONDS = Spec("float", 0.0, MAX_SECONDS)
+FLAG = Spec("bool")
+REASON = Spec("text", nullable=True, choices="|".join(STOP_REASONS), shown=", ".join(STOP_REASONS))
+DEVICE = Spec("text", choices=r"(cpu|mps|cuda)(:[0-9]{1,2})?", shown="cpu, cuda, cuda:N, mps")  # str(torch.device)
+PRECISION = Spec("text", choices="bf16|float32", shown="bf16, float32")  # viz_core.device.precision
+
+
+def info_specs(task: Task) -> dict[str, Spec]:
+    """{key: Spec} of what Translator.from_trainer and length_info write into info for a model of `task`: lengths
+    are the task's input lengths."""
+    length = Spec("int", task.lengths[0], task.lengths[-1])
+    return {"steps": STEP, "seconds": SECONDS, "reason": REASON, "device": DEVICE, "precision": PRECISION,
+            "val_exact": SHARE_OR_NONE, "seed": Spec("int", *TRAIN_LIMITS["seed"]),
+            "by_length_n": Spec("int", 1, MAX_PER_LENGTH), "worst_len": length, "worst_exact": SHARE,
+            "by_length_step": STEP, **{f"{LENGTH_KEY}{n}": SHARE for n in task.lengths}}
+
+
+def history_specs(task: Task) -> dict[str, Spec]:
+    """{key: Spec} of one history record as Trainer._record writes it (Metrics.to_dict) for a model of `task`:
+    a label-smoothed cross-entropy and a throughput are finite and >= 0."""
+    return {"step": Spec("int", 1, MAX_STEPS), "seconds": SECONDS, "loss": Spec("float", 0.0),
+            "token_acc": SHARE, "lr": Spec("float", 0.0, MAX_LR), "tokens_per_s": Spec("float", 0.0),
+            "val_exact": SHARE_OR_NONE, "val_token_acc": SHARE_OR_NONE, "val_worst": SHARE_OR_NONE,
+            "val_worst_len": Spec("int", task.lengths[0], task.lengths[-1], nullable=True),
+            "evaluated": FLAG, "done": FLAG, "reason": REASON}
+
+
+def checked_info(info: dict, task: Task) -> dict:
+    """info with each value the trainer writes checked against info_specs (other keys dropped). At most MAX_INFO
+    entries. Raises InputError naming the first bad value ("info.steps")."""
+    if len(info) > MAX_INFO:
+        raise _field_error("info", "info")
+    return _checked_table(info, info_specs(task), "info")
+
+
+def checked_history(history: list, task: Task) -> list[dict]:
+    """The training history: at most MAX_HISTORY records, each a table of at most MAX_INFO values checked against
+    history_specs (other keys dropped), with a step, the steps increasing (the trainer records a step once, in
+    order). Raises InputError naming the first bad value ("history[3].loss")."""
+    if len(history) > MAX_HISTORY:
+        raise _field_error("history", "history")
+    specs, out, before = history_specs(task), [], 0
+    for i, record in enumerate(history):
+        where = f"history[{i}]"
+        if not isinstance(record, dict) or len(record) > MAX_INFO:
+            raise _field_error(where, "info")
+        if "step" not in record:
+            raise _field_error(f"{where}.step", "int")
+        out.append(_checked_table(record, specs, where))
+        if out[-1]["step"] <= before:
+            raise InputError("train.ckpt_order", f"{where}.step = {out[-1]['step']} does not follow step {before}",
+                             field=f"{where}.step", value=out[-1]["step"], before=before)
+        before = out[-1]["step"]
+    return out
+
+
+def _checked_table(table: dict, specs: dict[str, Spec], where: str) -> dict:
+    """The entries of `table` that specs name, each checked (_checked_value), in the table's order."""
+    return {key: _checked_value(value, specs[key], f"{where}.{key}") for key, value in table.items() if key in specs}
+
+
+def _checked_value(value, spec: Spec, name: str):
+    """value when it is of spec's kind and within its range (a float field's value as a float), else InputError
+    naming `name`: train.ckpt_field for the wrong kind (NaN and infinities are not finite numbers), train.ckpt_range
+    for a number outside lo..hi."""
+    if value is None and spec.nullable:
+        return None
+    if spec.kind == "text":
+        if not (isinstance(value, str) and re.fullmatch(spec.choices, value)):
+            raise _choice_error(name, spec.shown)
+        return value
+    if not _has_type(value, spec.kind):
+        raise _field_error(name, spec.kind)
+    if not spec.lo <= value <= spec.hi:
+        raise _range_error(name, value, spec.lo, spec.hi)
+    return float(value) if spec.kind == "float" else value
+
+
+def _choice_error(name: str, shown: str) -> InputError:
+    return InputError("train.ckpt_field", f"{CONFIG}: '{name}' must be one of {shown}", field=name[:60],
+                      kind={"en": f"one of: {shown}", "zh": f"以下之一：{shown}"})
 
 
 def typed_values(cls, data: dict, where: str, limits: dict, unknown_ok: bool) -> dict:
@@ -832,10 +926,24 @@ def typed_values(cls, data: dict, where: str, limits: dict, unknown_ok: bool) ->
             raise _field_error(f"{where}.{key}", kind.split(" | ")[0])
         low, high = limits.get(key, (None, None))
         if low is not None and not low <= value <= high:
-            raise InputError("train.ckpt_range", f"{where}.{key} = {value} is outside {low}..{high}",
-                             field=f"{where}.{key}", value=str(value)[:20], lo=low, hi=high)
+            raise _range_error(f"{where}.{key}", value, low, high)
         out[key] = value
     return out
+
+
+def _range_error(name: str, value, low, high) -> InputError:
+    high = "∞" if high == math.inf else high
+    return InputError("train.ckpt_range", f"{name} = {_shown(value)} is outside {low}..{high}", field=name[:60],
+                      value=_shown(value), lo=low, hi=high)
+
+
+def _shown(value) -> str:
+    """A number for a message, at most 20 characters: a whole number of more digits in scientific notation."""
+    text = str(value)
+    digits = text.lstrip("-")
+    if isinstance(value, int) and len(digits) > 15:
+        text = f"{text[: len(text) - len(digits)]}{digits[0]}.{digits[1:4]}e+{len(digits) - 1}"
+    return text[:20]
 
 
 def _has_type(value, kind: str) -> bool:
@@ -915,23 +1023,46 @@ def _load_weights(model: Seq2SeqTransformer, raw: bytes) -> None:
 
 
 MAX_SNAPSHOT_ENTRIES = 2000  # snapshots x attention maps (30 snapshots of a 2 + 2 layer model: 180)
+SNAPSHOT_KEY = re.compile(r"([0-9]{1,10})/(.+)")  # '<step>/<capture name>', the step in ASCII digits
 
 
-def _load_snapshots(raw: bytes | None, cfg: ModelConfig) -> list[Snapshot]:
-    """snapshots.safetensors -> snapshots; every entry '<step>/<map>' is one (H, N, N) attention map of at most
-    the model's heads and positions, checked in the header before anything is read."""
+def snapshot_shapes(cfg: ModelConfig, task: Task) -> dict[str, tuple[int, int, int]]:
+    """{capture name: (H, Nq, Nk)} of one snapshot as Trainer._snapshot takes it: every attention map of the task's
+    probe example, teacher-forced on its target (the maps the Snapshots tab draws against those tokens)."""
+    src = task.tokenize(task.example)
+    n_src, n_tgt = len(src), len(task.solve(src) or []) + 1  # the decoder reads <bos> + target
+    sizes = {"enc": (n_src, n_src), "self_attn": (n_tgt, n_tgt), "cross_attn": (n_tgt, n_src)}
+    return {name: (cfg.n_heads, *sizes["enc" if name.startswith("enc.") else name.rsplit(".", 1)[1]])
+            for name in capture_names(cfg)}
+
+
+def _load_snapshots(raw: bytes | None, cfg: ModelConfig, task: Task) -> list[Snapshot]:
+    """snapshots.safetensors -> snapshots. Every entry '<step>/<capture name>' is one attention map of the shape
+    snapshot_shapes gives, in float, at a step of 0..MAX_STEPS, and every step holds every map: checked in the
+    header before anything is read. The weights read are finite shares (0..1), as attention weights are."""
     if raw is None:
         return []
     header = safetensors_header(raw, SNAPSHOTS)
-    bounds = (cfg.n_heads, cfg.max_len, cfg.max_len)
     if len(header) > MAX_SNAPSHOT_ENTRIES:
-        raise InputError("train.ckpt_corrupt", f"{SNAPSHOTS} holds {len(header)} entries", name=SNAPSHOTS)
-    for key, (_, shape) in header.items():
-        step, _, name = key.partition("/")
-        if not (step.isdigit() and name and len(shape) == 3 and all(0 < n <= b for n, b in zip(shape, bounds))):
-            raise InputError("train.ckpt_corrupt", f"{SNAPSHOTS} has an unexpected entry {key!r}", name=SNAPSHOTS)
+        raise _bad_snapshots(f"{SNAPSHOTS} holds {len(header)} entries")
+    expected = snapshot_shapes(cfg, task)
+    names_at: dict[int, set] = {}
+    for key, (dtype, shape) in header.items():
+        found = SNAPSHOT_KEY.fullmatch(key)
+        if not (found and int(found[1]) <= MAX_STEPS and expected.get(found[2]) == shape
+                and dtype in ("F32", "F16", "BF16")):
+            raise _bad_snapshots(f"{SNAPSHOTS} has an unexpected entry {key[:60]!r}")
+        names_at.setdefault(int(found[1]), set()).add(found[2])
+    if any(names != set(expected) for names in names_at.values()):
+        raise _bad_snapshots(f"{SNAPSHOTS} has a step without every attention map")
     by_step: dict[int, dict] = {}
     for key, value in _read_safetensors(raw, SNAPSHOTS).items():
-        step, _, name = key.partition("/")
+        if not (torch.isfinite(value).all() and (value >= 0).all() and (value <= 1).all()):
+            raise _bad_snapshots(f"{SNAPSHOTS}: {key[:60]!r} holds values outside 0..1")
+        step, name = SNAPSHOT_KEY.fullmatch(key).groups()
         by_step.setdefault(int(step), {})[name] = value.float().numpy()
     return [Snapshot(s, by_step[s]) for s in sorted(by_step)]
+
+
+def _bad_snapshots(detail: str) -> InputError:
+    return InputError("train.ckpt_corrupt", detail, name=SNAPSHOTS)
