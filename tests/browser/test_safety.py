@@ -71,11 +71,15 @@ def test_toy_task_input_refused_or_flagged(open_page, task, typed, words):
 
 
 # ---------------------------------------------------------------- issue #19: uploads, crashes, typed markup
-def absurd_checkpoint(tmp_path, **model) -> str:
-    """The shipped reverse checkpoint as a zip whose config.json asks for an absurd model."""
+def absurd_checkpoint(tmp_path, info: dict | None = None, first_step=None, **model) -> str:
+    """The shipped reverse checkpoint as a zip whose config.json asks for an absurd model, or carries odd values in
+    info or as the first history record's step."""
     files = checkpoint_files(load_checkpoint(Path(__file__).resolve().parents[2] / "viz_core/checkpoints/reverse"))
     config = json.loads(files["config.json"])
     config["model"].update(model)
+    config["info"].update(info or {})
+    if first_step is not None:
+        config["history"][0]["step"] = first_step
     files["config.json"] = json.dumps(config).encode()
     path = tmp_path / "reverse-checkpoint.zip"
     with zipfile.ZipFile(path, "w") as zf:
@@ -99,6 +103,25 @@ def test_an_absurd_checkpoint_is_refused_and_the_page_goes_on(open_page, tmp_pat
     open_tab(page, i18n.t("train.tab_decode", lang))  # the server is alive and the shipped model still answers
     assert "3 5 6 2 9 5 1 4 1 3" in main_text(page)
     screenshot(page, f"safety-absurd-checkpoint-{lang}")
+
+
+@pytest.mark.parametrize("lang, odd, words", [
+    ("en", {"info": {"device": "[pwnlink](https://evil.example/)", "steps": 5}}, "“info.device” must be one of"),
+    ("zh", {"first_step": 10**300}, "“history[0].step” 为 1.000e+300"),
+    ("en", {"info": {"val_exact": "high"}}, "“info.val_exact” must be a finite number"),
+])
+def test_a_checkpoint_with_odd_info_or_history_is_refused_and_shows_no_markup(open_page, tmp_path, lang, odd, words):
+    """The values a page shows from a checkpoint are typed: a link or bold typed into them never reaches the page."""
+    page = open_page(f"/train?lang={lang}")
+    open_tab(page, i18n.t("train.tab_save", lang))
+    page.locator("[data-testid='stFileUploaderDropzoneInput']").set_input_files(absurd_checkpoint(tmp_path, **odd))
+    page.locator("[data-testid='stAlert']").filter(has_text=words).wait_for(timeout=60_000)
+    wait_done(page)
+    assert_no_exception(page)
+    assert page.locator("a[href*='evil.example']").count() == 0
+    open_tab(page, i18n.t("train.tab_decode", lang))  # the shipped model still answers
+    assert "3 5 6 2 9 5 1 4 1 3" in main_text(page)
+    assert page.locator("a[href*='evil.example']").count() == 0 and "pwnlink" not in main_text(page)
 
 
 def test_cross_attention_with_one_head_chosen_in_the_menu(open_page):
