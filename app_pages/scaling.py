@@ -195,19 +195,19 @@ def model_metrics(s: scaling.HeadScores, model_weights: np.ndarray) -> None:
 def model_figures(tokens: list[str], s: scaling.HeadScores) -> None:
     left, right = st.columns(2)
     common = dict(x_title=t("scaling.axis_score"), y_title=t("scaling.axis_density"), bins=40)
+    heat = dict(x_title=t("scaling.axis_key_token"), y_title=t("scaling.axis_query_token"),
+                value_name=t("scaling.axis_weight"))
     with left:
         ui.plot(figures.histogram(s.raw, name=t("scaling.name_unscaled"), colour=plots.UNSCALED_COLOUR,
                                 title=t("scaling.model_hist_raw", var=fmt(s.raw.var())), **common), key="m_hist_raw")
-        ui.plot(matrix_heatmap(s.weights_raw, tokens, tokens, title=t("scaling.model_heat_raw"),
-                               x_title=t("scaling.axis_key_token"), y_title=t("scaling.axis_query_token"),
-                               value_name=t("scaling.axis_weight")), key="m_heat_raw")
+        ui.plot(figures.weights_map(s.weights_raw, tokens, title=t("scaling.model_heat_raw"), **heat),
+                key="m_heat_raw")
     with right:
         ui.plot(figures.histogram(s.scaled, name=t("scaling.name_scaled"), colour=plots.SCALED_COLOUR,
                                 title=t("scaling.model_hist_scaled", d_k=s.d_k, var=fmt(s.scaled.var())), **common),
                 key="m_hist_scaled")
-        ui.plot(matrix_heatmap(s.weights_scaled, tokens, tokens, title=t("scaling.model_heat_scaled"),
-                               x_title=t("scaling.axis_key_token"), y_title=t("scaling.axis_query_token"),
-                               value_name=t("scaling.axis_weight")), key="m_heat_scaled")
+        ui.plot(figures.weights_map(s.weights_scaled, tokens, title=t("scaling.model_heat_scaled"), **heat),
+                key="m_heat_scaled")
 
 
 def part_model() -> None:

@@ -53,6 +53,7 @@ class Run:
     status: str | None = None       # FINISHED_SUCCESSFULLY, FINISHED_FRAGMENT_RUN_SUCCESSFULLY, ...
     n_msgs: int = 0
     n_bytes: int = 0
+    largest: int = 0                # bytes of the largest message of the run (one websocket frame)
     n_refs: int = 0                 # messages the server sent as references to this session's cache
     started: bool = False           # its new_session arrived
     fragment_ids: tuple = ()        # the fragments a fragment run redraws
@@ -323,6 +324,7 @@ class Session:
             run = self._run = Run("fragment", time.perf_counter())
         run.n_msgs += 1
         run.n_bytes += size
+        run.largest = max(run.largest, size)
         if kind == "navigation":
             self.pages = {p.url_pathname: p.page_script_hash for p in msg.navigation.app_pages}
             self.page_hash = msg.navigation.page_script_hash or self.page_hash

@@ -74,7 +74,8 @@ def draw(inp: Input, text2: str) -> None:
     if qa_tok == qb_tok and ka_tok == kb_tok:
         st.info(t("attention.compare_same"))
     q_labels, k_labels = q.labels(qa_tok, qb_tok), k.labels(ka_tok, kb_tok)
-    _side_by_side(inp, wa[inp.layer, inp.head], wb[inp.layer, inp.head], q, k, q_labels, k_labels)
+    _side_by_side(inp, wa[inp.layer, inp.head], wb[inp.layer, inp.head], q, k, q_labels, k_labels,
+                  ((qa_tok, ka_tok), (qb_tok, kb_tok)))
     d = compare.difference(wa[inp.layer, inp.head], wb[inp.layer, inp.head], q, k)  # (M, P_k)
     rows = [label for label, both in zip(q_labels, q.both) if both]
     ui.plot(plots.difference_map(d, rows, k_labels, title=t("attention.compare_diff", layer=inp.layer, head=inp.head),
@@ -90,19 +91,27 @@ def draw(inp: Input, text2: str) -> None:
 
 
 def _side_by_side(inp: Input, wa: np.ndarray, wb: np.ndarray, q: compare.Alignment, k: compare.Alignment,
-                  q_labels: list[str], k_labels: list[str]) -> None:
+                  q_labels: list[str], k_labels: list[str], own: tuple) -> None:
     """Text A's and A''s map of the head on the shared grid, one colour scale for both (so equal colours are equal
-    weights); an empty row or column is a token the text does not have."""
-    ga, gb = compare.on_grid(wa, q.a, k.a), compare.on_grid(wb, q.b, k.b)  # (P_q, P_k), NaN = not in this text
+    weights); an empty row or column is a token the text does not have. A grid too large for one message
+    (compare_plots.shared_grid_fits: texts that share few tokens) gives way to each text on its own tokens
+    (`own`: (query tokens, key tokens) of A and of A'), and the page says so."""
+    n_rows, n_cols = len(q_labels), len(k_labels)
+    shared = compare_plots.shared_grid_fits(n_rows, n_cols)
+    if shared:  # (P_q, P_k), NaN = not in this text
+        maps = [(compare.on_grid(w, rows, cols), q_labels, k_labels) for w, rows, cols in ((wa, q.a, k.a),
+                                                                                          (wb, q.b, k.b))]
+    else:
+        maps = [(wa, *own[0]), (wb, *own[1])]
     top = max(attention_plots.colour_top(wa, inp.auto), attention_plots.colour_top(wb, inp.auto))
-    col_a, col_b = st.columns(2)
-    for col, grid, title, key in ((col_a, ga, "attention.compare_a", "compare_a_fig"),
-                                  (col_b, gb, "attention.compare_b", "compare_b_fig")):
+    for col, (grid, rows, cols), title, key in zip(st.columns(2), maps, ("attention.compare_a", "attention.compare_b"),
+                                                   ("compare_a_fig", "compare_b_fig")):
         with col:
-            ui.plot(attention_plots.head_heatmap(grid, q_labels, k_labels, t(title, layer=inp.layer, head=inp.head),
+            ui.plot(attention_plots.head_heatmap(grid, rows, cols, t(title, layer=inp.layer, head=inp.head),
                                                  query=t("attention.query"), key=t("attention.key"),
                                                  value=t("attention.weight"), zmax=top), key=key)
-    st.caption(t("attention.compare_explain"))
+    st.caption(t("attention.compare_explain") if shared else
+               t("attention.compare_own_tokens", rows=n_rows, cols=n_cols))
 
 
 def _ranking(inp: Input, distances: np.ndarray) -> None:

@@ -83,6 +83,68 @@ def tick_labels(labels: Sequence[str], max_ticks: int = 64) -> tuple[list[int], 
     return idx, [plain(labels[i]) for i in idx]
 
 
+# ---------------------------------------------------------------- matrices of any size, in messages of bounded size
+MESSAGE_BYTES = 4_000_000  # the most one figure may take in a page's message, at any input the page takes
+LABEL_BYTES = 1_000_000    # per-cell hover labels while they cost at most this; beyond, rows and columns are named
+                           # once each (category axes), so a figure's size grows with its cells' values only
+_CELL_JSON_BYTES = 7       # quotes, comma and brackets of one cell's [row, column] pair in a figure's JSON
+
+
+def cell_label_bytes(rows: Sequence[str], cols: Sequence[str]) -> int:
+    """What per-cell hover labels cost in a figure's JSON (every cell repeats its row's and its column's label):
+    n_cols * sum(bytes of row labels) + n_rows * sum(bytes of column labels) + 7 * n_rows * n_cols (UTF-8)."""
+    row_bytes, col_bytes = (sum(len(str(x).encode()) for x in labels) for labels in (rows, cols))
+    return len(cols) * row_bytes + len(rows) * col_bytes + _CELL_JSON_BYTES * len(rows) * len(cols)
+
+
+def shown_decimals(value_format: str) -> int | None:
+    """The decimals a fixed-point hover format shows (".4f", "+.4f" -> 4); None for any other format."""
+    _, dot, tail = value_format.rpartition(".")
+    return int(tail[:-1]) if dot and tail.endswith("f") and tail[:-1].isdigit() else None
+
+
+def compact_values(z: np.ndarray, value_format: str) -> np.ndarray:
+    """A large matrix's values as sent: rounded to the decimals the hover shows (a fixed-point format), then as
+    float32 where float32 still holds those decimals (its error, |z| * 2^-24, under a quarter of the last decimal
+    shown), else float64. A cell's hover thus shows the same digits as the exact value (4 bytes a cell, not 8)."""
+    decimals = shown_decimals(value_format)
+    if decimals is None:
+        return z
+    z = np.round(z, decimals)
+    finite = np.abs(z[np.isfinite(z)])
+    top = float(finite.max()) if finite.size else 0.0
+    return z.astype(np.float32) if top * 2.0 ** -24 < 0.25 * 10.0 ** -decimals else z
+
+
+def _cells_labelled(rows: list[str], cols: list[str]) -> tuple[dict, str, str, list, list]:
+    """Index axes, each cell carrying its row's and column's label (customdata): (trace arguments, row hover,
+    column hover, row tick positions, column tick positions)."""
+    n_rows, n_cols = len(rows), len(cols)
+    hover_rows = np.repeat(np.asarray(rows, dtype=object)[:, None], n_cols, axis=1)
+    hover_cols = np.repeat(np.asarray(cols, dtype=object)[None, :], n_rows, axis=0)
+    trace = dict(x=np.arange(n_cols), y=np.arange(n_rows), customdata=np.stack([hover_rows, hover_cols], axis=-1))
+    return trace, "%{customdata[0]} (%{y})", "%{customdata[1]} (%{x})", list(range(n_rows)), list(range(n_cols))
+
+
+def _axes_named(rows: list[str], cols: list[str]) -> tuple[dict, str, str, list, list]:
+    """Category axes whose names read as the per-cell hover does ("label (i)": unique, so repeated tokens keep a
+    row and a column each): the same hover, with 2 labels a row or column instead of 2 a cell. Positions (shapes,
+    annotations) are still the row and column numbers; a trace drawn on top takes the names (the trace's x / y)."""
+    y = [f"{label} ({i})" for i, label in enumerate(rows)]
+    x = [f"{label} ({j})" for j, label in enumerate(cols)]
+    return dict(x=x, y=y), "%{y}", "%{x}", y, x
+
+
+def _value_scale(z: np.ndarray, signed: bool, zmin: float | None, zmax: float | None) -> tuple[float, float, str]:
+    """(zmin, zmax, colour scale): signed = diverging, centred on 0, as wide as the largest |value| unless given;
+    otherwise the probability scale, 0..1 unless given."""
+    if not signed:
+        return (0.0 if zmin is None else zmin), (1.0 if zmax is None else zmax), PROB_SCALE
+    finite = np.abs(z[np.isfinite(z)])
+    bound = float(finite.max()) if finite.size and finite.max() > 0 else 1.0
+    return (-bound if zmin is None else zmin), (bound if zmax is None else zmax), SIGNED_SCALE
+
+
 def matrix_heatmap(z: np.ndarray, row_labels: Sequence[str] | None = None, col_labels: Sequence[str] | None = None,
                    *, title: str = "", x_title: str = "key", y_title: str = "query", value_name: str = "weight",
                    signed: bool = False, zmin: float | None = None, zmax: float | None = None,
@@ -93,43 +155,39 @@ def matrix_heatmap(z: np.ndarray, row_labels: Sequence[str] | None = None, col_l
     Hover shows row label, column label and the exact value. signed=True uses the diverging scale centred on 0;
     otherwise the probability scale, fixed to 0..1 unless zmin/zmax are given. mask (bool, True = masked) cells
     are drawn grey and hatched on top.
+
+    Size: while per-cell hover labels cost at most LABEL_BYTES (cell_label_bytes), each cell carries them and the
+    axes are the row and column numbers. A larger matrix (a long text's tokens) names its rows and columns once each
+    on category axes (_axes_named: the same hover) and sends its values as compact_values (rounded to the digits the
+    hover shows, float32): 512 x 512 tokens take 1.4 MB instead of 5 to 8 MB.
     """
     z = np.asarray(z, dtype=float)
     n_rows, n_cols = z.shape
-    rows = list(row_labels) if row_labels is not None else [str(i) for i in range(n_rows)]
-    cols = list(col_labels) if col_labels is not None else [str(j) for j in range(n_cols)]
-    hover_rows = np.repeat(np.asarray([plain(r) for r in rows], dtype=object)[:, None], n_cols, axis=1)
-    hover_cols = np.repeat(np.asarray([plain(c) for c in cols], dtype=object)[None, :], n_rows, axis=0)
-    if signed:
-        finite = np.abs(z[np.isfinite(z)])
-        bound = float(finite.max()) if finite.size and finite.max() > 0 else 1.0
-        zmin = -bound if zmin is None else zmin
-        zmax = bound if zmax is None else zmax
-        scale = SIGNED_SCALE
-    else:
-        zmin = 0.0 if zmin is None else zmin
-        zmax = 1.0 if zmax is None else zmax
-        scale = PROB_SCALE
+    raw_rows = list(row_labels) if row_labels is not None else [str(i) for i in range(n_rows)]
+    raw_cols = list(col_labels) if col_labels is not None else [str(j) for j in range(n_cols)]
+    rows, cols = [plain(r) for r in raw_rows], [plain(c) for c in raw_cols]
+    named = cell_label_bytes(rows, cols) > LABEL_BYTES
+    where, row_hover, col_hover, row_at, col_at = (_axes_named if named else _cells_labelled)(rows, cols)
+    zmin, zmax, scale = _value_scale(z, signed, zmin, zmax)
     traces, shapes = [go.Heatmap(
-        z=z, x=np.arange(n_cols), y=np.arange(n_rows), zmin=zmin, zmax=zmax,
-        colorscale=colorscale or scale,
-        customdata=np.stack([hover_rows, hover_cols], axis=-1),
-        hovertemplate=(f"{y_title}: %{{customdata[0]}} (%{{y}})<br>{x_title}: %{{customdata[1]}} (%{{x}})"
+        z=compact_values(z, value_format) if named else z, zmin=zmin, zmax=zmax, colorscale=colorscale or scale,
+        hovertemplate=(f"{y_title}: {row_hover}<br>{x_title}: {col_hover}"
                        f"<br>{value_name}: %{{z:{value_format}}}<extra></extra>"),
-        colorbar=dict(title=dict(text=value_name, side="right"), thickness=12),
+        colorbar=dict(title=dict(text=value_name, side="right"), thickness=12), **where,
     )], []
     if mask is not None and np.any(mask):
-        hatch, stroke = mask_overlay(np.asarray(mask, dtype=bool))
+        hatch, stroke = mask_overlay(np.asarray(mask, dtype=bool), x=where["x"], y=where["y"])
         traces.append(hatch)
         shapes += [stroke] if stroke else []
-    (xt, xl), (yt, yl) = tick_labels(cols), tick_labels(rows)
+    (xt, xl), (yt, yl) = tick_labels(raw_cols), tick_labels(raw_rows)
     angle = -60 if len(cols) > 6 else 0
+    axis = dict(type="category") if named else {}  # (names that read as numbers or dates stay names)
     # reserve_margins' margins from the labels known here: the figure is built in one call (issue #25)
     need = label_margins(yl, xl, x_angle=angle, colour_bar=True)
-    layout = dict(xaxis=dict(title=dict(text=x_title), tickmode="array", tickvals=xt, ticktext=xl, side="bottom",
-                             tickangle=angle, showgrid=False, constrain="domain"),
-                  yaxis=dict(title=dict(text=y_title), tickmode="array", tickvals=yt, ticktext=yl,
-                             autorange="reversed", showgrid=False),
+    layout = dict(xaxis=dict(axis, title=dict(text=x_title), tickmode="array", tickvals=[col_at[j] for j in xt],
+                             ticktext=xl, side="bottom", tickangle=angle, showgrid=False, constrain="domain"),
+                  yaxis=dict(axis, title=dict(text=y_title), tickmode="array", tickvals=[row_at[i] for i in yt],
+                             ticktext=yl, autorange="reversed", showgrid=False),
                   title=dict(text=title), height=height or _auto_height(n_rows),
                   margin=dict(t=50, **{k: int(np.ceil(v)) for k, v in need.items()}))
     return go.Figure(traces, layout=dict(layout, shapes=shapes) if shapes else layout)
@@ -420,7 +478,9 @@ def add_mask_overlay(fig: go.Figure, mask: np.ndarray, row: int | None = None, c
     gaps would be one SVG element per cell, and drawing hundreds of them was most of a causal heatmap's draw time.
     """
     panel = dict(row=row, col=col) if row is not None else {}
-    hatch, stroke = mask_overlay(mask)
+    base = fig.data[0] if fig.data and not panel else None
+    named = base is not None and fig.layout.xaxis.type == "category"  # a large matrix_heatmap: cells by name
+    hatch, stroke = mask_overlay(mask, x=base.x, y=base.y) if named else mask_overlay(mask)
     fig.add_trace(hatch, **panel)
     if stroke and panel:  # the panel's own axes: plotly sets xref / yref from row and col
         fig.add_shape({k: v for k, v in stroke.items() if k not in ("xref", "yref")}, **panel)
@@ -428,11 +488,15 @@ def add_mask_overlay(fig: go.Figure, mask: np.ndarray, row: int | None = None, c
         fig.add_shape(stroke)
 
 
-def mask_overlay(mask: np.ndarray) -> tuple[go.Heatmap, dict | None]:
+def mask_overlay(mask: np.ndarray, x: Sequence | None = None,
+                 y: Sequence | None = None) -> tuple[go.Heatmap, dict | None]:
     """add_mask_overlay's parts: the grey cells (a heatmap trace) and the strokes (one path shape on the axes x and
-    y, None without masked cells), for a figure built in one call."""
+    y, None without masked cells), for a figure built in one call. x, y: the matrix trace's own (its category names
+    where its axes are named), else the column and row numbers; the strokes use the numbers either way."""
     n_rows, n_cols = mask.shape
-    hatch = go.Heatmap(z=np.where(mask, 1.0, np.nan), x=np.arange(n_cols), y=np.arange(n_rows),
+    # (1 or NaN: float32 holds both exactly, in half the bytes)
+    hatch = go.Heatmap(z=np.where(mask, 1.0, np.nan).astype(np.float32), x=np.arange(n_cols) if x is None else x,
+                       y=np.arange(n_rows) if y is None else y,
                        colorscale=[[0, HATCH_FILL], [1, HATCH_FILL]], showscale=False, hoverinfo="skip")
     rows, cols = np.nonzero(mask)
     if not len(rows):

@@ -11,6 +11,17 @@ from ..pretrained.compare import Ranked
 from .common import matrix_heatmap, plain, reserve_margins, tiles
 
 RANKED_SHOWN = 12  # bars in the ranking: the heads that moved most
+# The two maps side by side share one grid while it has at most this many cells: float32 weights take 5.33 bytes a
+# cell in a figure's JSON (base64), so a map takes at most 2.2 MB, and both maps with the difference map (at most as
+# many cells) 6.5 MB: under the 8 MiB of messages a browser may leave unread before the server closes its connection
+# (app_pages/_ui/serving.py). Two texts that share few tokens make a grid of up to (N_A + N_B)^2 cells (two texts of
+# 512 tokens: 1022^2, 5.6 MB a map); each text is then drawn on its own tokens (at most 512^2 cells: 1.4 MB).
+SHARED_GRID_CELLS = 400_000
+
+
+def shared_grid_fits(n_rows: int, n_cols: int) -> bool:
+    """Whether the side-by-side maps can share a grid of n_rows x n_cols cells (SHARED_GRID_CELLS)."""
+    return n_rows * n_cols <= SHARED_GRID_CELLS
 
 
 def difference_map(d: np.ndarray, q_labels: Sequence[str], k_labels: Sequence[str], *, title: str, query: str,

@@ -8,7 +8,7 @@ import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
 from ..scaling import normal_pdf
-from .common import LINE_COLOURS, fit_margins
+from .common import LINE_COLOURS, fit_margins, matrix_heatmap
 
 UNSCALED_COLOUR, SCALED_COLOUR = LINE_COLOURS[3], LINE_COLOURS[0]  # red: q.k as is; blue: q.k / sqrt(d_k)
 REFERENCE_COLOUR = "#7f7f7f"
@@ -111,6 +111,15 @@ def probability_bars(p_unscaled: np.ndarray, p_scaled: np.ndarray, *, names: tup
     fig.update_xaxes(title_text=x_title)
     fig.update_yaxes(title_text=y_title, range=[0, 1.02])
     return _layout(fig, title, height=320)
+
+
+def weights_map(weights: np.ndarray, tokens: Sequence[str], *, title: str, x_title: str, y_title: str,
+                value_name: str) -> go.Figure:
+    """A head's (N, N) attention weights, queries top to bottom, keys left to right, on the 0..1 scale; hover: the
+    query, the key and the weight to 4 decimals. Up to the model's 512 tokens (2,000 typed characters) in one
+    message of at most 1.5 MB (common.matrix_heatmap names a long text's tokens once per row and column)."""
+    return matrix_heatmap(weights, tokens, tokens, title=title, x_title=x_title, y_title=y_title,
+                          value_name=value_name)
 
 
 def loss_curves(unscaled: Sequence[float], scaled: Sequence[float], unscaled_w: Sequence[float],
