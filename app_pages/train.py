@@ -9,10 +9,12 @@ from functools import partial
 
 import numpy as np
 import streamlit as st
+from streamlit.runtime.uploaded_file_manager import UploadedFile
 
 from app_pages import _ui as ui
 from app_pages._ui import device as devices
 from app_pages._ui import train as cached
+from app_pages._ui import serving
 from viz_core.errors import InputError
 from viz_core.export import csv_text, npz_bytes
 from viz_core.plots import train as plots
@@ -324,12 +326,15 @@ def curves(runs, marker_x=None, live: bool = False):
 
 # ---------------------------------------------------------------- save / load
 def on_upload() -> None:
-    files = st.session_state.get("train.upload") or []
+    # files the server no longer holds (read before, or refused) come as placeholders without a name or bytes
+    files = [f for f in st.session_state.get("train.upload") or [] if isinstance(f, UploadedFile)]
     st.session_state["train.upload_error"] = None
     if not files:
         return
     model, err = ui.safe(lambda: load_checkpoint_files(read_upload(cached.read_uploads(files))))
     st.session_state["train.upload_error"] = err
+    if err is None or err.code != "train.ckpt_missing":  # a part may still come in a second upload: keep it
+        serving.forget_uploads(files)
     if model is not None:
         cached.training.keep(model.task.name, model, "uploaded")
         ui.set_state("task", model.task.name)

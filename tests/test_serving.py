@@ -137,6 +137,90 @@ def test_other_requests_are_not_counted(stored):
     assert len(reached) == 2
 
 
+def test_a_stalled_upload_is_cut_with_408_and_its_share_given_back(stored, monkeypatch):
+    """A client that declares a large body and stops sending must not hold the server's upload budget."""
+    monkeypatch.setenv("ATTN_UPLOAD_STALL_S", "0.2")
+    messages = []
+
+    async def reading_app(scope, receive, send):  # Streamlit's route reads the body, then answers
+        while True:
+            message = await receive()
+            if message["type"] == "http.disconnect":
+                raise ConnectionResetError("client gone")  # what starlette raises as ClientDisconnect
+            if not message.get("more_body"):
+                break
+        await send({"type": "http.response.start", "status": 204, "headers": []})
+
+    async def send(message):
+        messages.append(message)
+
+    async def stalled():
+        await asyncio.sleep(3600)
+
+    limit = serving.UploadLimit(reading_app, files=4, session_mb=64, total_mb=10)
+    scope = {"type": "http", "method": "PUT", "path": "/_stcore/upload_file/s/f",
+             "headers": [(b"content-length", str(8 * MB).encode())]}
+
+    async def main():
+        task = asyncio.ensure_future(limit(scope, stalled, send))
+        await asyncio.sleep(0.05)
+        held = limit._admit("other", "g", 4 * MB)  # 8 MB of the 10 are promised to the stalled upload
+        await asyncio.wait_for(task, 5)
+        return held
+    held = run_async(main())
+    assert "the server holds" in held
+    assert messages[0]["status"] == 408
+    assert limit._in_flight == {}
+    assert put(limit, "other", "g", 4 * MB) == 204
+
+
+def test_an_upload_nobody_reads_is_dropped_after_the_hold(monkeypatch):
+    removed = []
+
+    class Manager:
+        file_storage = {"s": {"a": object(), "b": object()}}
+
+        def remove_file(self, session_id, file_id):
+            removed.append((session_id, file_id))
+            self.file_storage[session_id].pop(file_id)
+
+    class Runtime:
+        manager = Manager()
+
+        @staticmethod
+        def exists():
+            return True
+
+        @classmethod
+        def instance(cls):
+            return type("R", (), {"uploaded_file_mgr": cls.manager})()
+
+    import streamlit.runtime
+    monkeypatch.setattr(streamlit.runtime, "Runtime", Runtime)
+    monkeypatch.setattr(serving, "_HELD", {("s", "a"): 100.0})
+    assert serving.drop_held_uploads(hold_s=60, now=130) == 0      # a: 30 s old; b: first seen now
+    assert serving.drop_held_uploads(hold_s=60, now=170) == 1      # a: 70 s old
+    assert removed == [("s", "a")]
+    assert serving.drop_held_uploads(hold_s=60, now=200) == 1      # b: 70 s after it was first seen
+    assert removed == [("s", "a"), ("s", "b")] and serving._HELD == {}
+
+
+def test_a_kept_input_error_keeps_no_frame_of_where_it_was_raised():
+    """A page keeps a refusal in its state; the frames it was raised through held the upload's bytes."""
+    from app_pages import _ui as ui
+    from viz_core.errors import InputError
+
+    def read(data: bytes):
+        try:
+            raise ValueError("inner")
+        except ValueError:
+            raise InputError("upload.bad_zip", "bad", name="x.zip") from None
+
+    _, err = ui.safe(read, b"x" * MB)
+    assert err.code == "upload.bad_zip"
+    assert err.__traceback__ is None and err.__context__ is None and err.__cause__ is None
+
+
 # ---------------------------------------------------------------- memory
 def test_release_frees_cycles_and_settle_waits_for_growth(monkeypatch):
     class Cycle:

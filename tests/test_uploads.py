@@ -181,7 +181,29 @@ def test_a_zip_with_many_members_is_refused_before_they_are_listed():
         for i in range(2000):
             zf.writestr(f"f{i}", b"")
     err = refused(read_upload, [("ckpt.zip", buf.getvalue())])
-    assert err.code == "upload.zip_members" and err.params["n"] == 2000
+    assert err.code == "upload.zip_members" and err.params["n"] == "2,000"
+
+
+def end_record(count: int, size: int, offset: int) -> bytes:
+    """A zip's end-of-central-directory record claiming `count` members in a directory of `size` bytes at `offset`."""
+    return b"PK\x05\x06" + struct.pack("<HHHHIIH", 0, 0, count, count, size, offset, 0)
+
+
+@pytest.mark.parametrize("count, size, offset, code", [
+    (60_000, 46 * 60_000, 0, "upload.bad_zip"),     # a directory larger than the whole upload
+    (60_000, 100, 0, "upload.bad_zip"),             # 60,000 members cannot fit in 100 bytes of directory
+    (0xFFFF, 0xFFFFFFFF, 0xFFFFFFFF, "upload.zip_members"),  # Zip64: 65,535 members or more
+])
+def test_a_zip_whose_directory_cannot_be_in_the_upload_is_refused_before_zipfile_reads_it(monkeypatch, count, size,
+                                                                                         offset, code):
+    def never(*a, **k):
+        raise AssertionError("zipfile was asked to read the directory")
+    monkeypatch.setattr(uploads.zipfile, "ZipFile", never)
+    data = b"\0" * 4096 + end_record(count, size, offset)
+    err = refused(read_upload, [("ckpt.zip", data)])
+    assert err.code == code
+    if code == "upload.zip_members":
+        assert err.params["n"] == "≥ 65,535"
 
 
 def test_a_zip_with_a_member_twice_is_refused(files):

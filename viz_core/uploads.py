@@ -30,6 +30,8 @@ MAX_HEADER_BYTES = 2**20       # a safetensors header of a few hundred tensors i
 SAFETENSORS_DTYPES = {"F32": 4, "F16": 2, "BF16": 2, "F64": 8, "I64": 8, "I32": 4, "I16": 2, "I8": 1, "U8": 1,
                       "BOOL": 1}
 _READ_CHUNK = 2**20
+CENTRAL_HEADER_BYTES = 46      # a central directory entry's fixed part (its name and extras come on top)
+ZIP64_COUNT = 0xFFFF           # what a Zip64 record's member count reads as: at least this many
 
 
 # ---------------------------------------------------------------- zip archives
@@ -42,8 +44,9 @@ def zip_members(name: str, data: bytes, wanted: tuple[str, ...], limit: int) -> 
     if count is None:
         raise InputError("upload.bad_zip", f"{name} is not a readable zip archive", name=name)
     if count > MAX_ZIP_MEMBERS:
-        raise InputError("upload.zip_members", f"{name} holds {count} files; a checkpoint holds at most "
-                         f"{MAX_ZIP_MEMBERS}", name=name, n=count, limit=MAX_ZIP_MEMBERS)
+        n = f"{count:,}" if count < ZIP64_COUNT else f"≥ {ZIP64_COUNT:,}"
+        raise InputError("upload.zip_members", f"{name} holds {n} files; a checkpoint holds at most "
+                         f"{MAX_ZIP_MEMBERS}", name=name, n=n, limit=MAX_ZIP_MEMBERS)
     try:
         with zipfile.ZipFile(io.BytesIO(data)) as zf:
             infos = [i for i in zf.infolist() if not i.is_dir() and PurePosixPath(i.filename).name in wanted]
@@ -82,14 +85,19 @@ def _read_member(zf: zipfile.ZipFile, info: zipfile.ZipInfo, limit: int, name: s
 
 
 def _zip_member_count(data: bytes) -> int | None:
-    """The number of members an archive declares (its end-of-central-directory record), before zipfile builds
-    one object per member; None when there is no such record. Zip64 archives (over 65535 members or 4 GiB) are
-    counted as too many."""
+    """The number of members an archive declares in its end-of-central-directory record, read before zipfile builds
+    one object per member; None when there is no such record or when the directory it describes cannot be in the
+    upload (its offset and size past the record, or fewer than CENTRAL_HEADER_BYTES per member it claims). A Zip64
+    archive (a count of 0xFFFF: over 65,535 members or 4 GiB) returns ZIP64_COUNT, more than any checkpoint holds."""
     end = data.rfind(b"PK\x05\x06", max(0, len(data) - 65_557))
     if end < 0 or len(data) < end + 22:
         return None
-    total = struct.unpack_from("<H", data, end + 10)[0]
-    return MAX_ZIP_MEMBERS + 1 if total == 0xFFFF else total
+    total, size, offset = struct.unpack_from("<HII", data, end + 10)
+    if total == 0xFFFF:
+        return ZIP64_COUNT
+    if offset + size > end or total * CENTRAL_HEADER_BYTES > size:
+        return None
+    return total
 
 
 # ---------------------------------------------------------------- JSON

@@ -572,6 +572,9 @@ def safe(fn, *args, **kw):
     try:
         return fn(*args, **kw), None
     except InputError as exc:
+        # a page may keep the error in its state: without these links it would keep every frame it was raised
+        # through, and their locals (an upload's bytes) with them
+        exc.__traceback__ = exc.__context__ = exc.__cause__ = None
         return None, exc
 
 

@@ -11,7 +11,10 @@ hold, applied as ASGI middleware on the st.App that `streamlit run app.py` serve
   any number of files per session (only each file's size is bounded, by server.maxUploadSize). `UploadLimit`
   refuses an upload (HTTP 413) that would give a session more than ATTN_MAX_UPLOAD_FILES files or
   ATTN_MAX_UPLOAD_MB megabytes, or the whole server more than ATTN_MAX_UPLOADS_TOTAL_MB, before any of its body
-  is read.
+  is read. The server-wide budget is shared fairly in time: a body that stops arriving for UPLOAD_STALL_SECONDS
+  is cut (HTTP 408) and its share given back, a page drops a file from the store as soon as it has read it
+  (`forget_uploads`), and the reaper drops any file held longer than ATTN_UPLOAD_HOLD_S, so an idle visitor, or
+  one who uploads and never lets a page read it, cannot keep others' uploads out.
 
 - **Ended sessions.** A closed tab's session is kept for server.disconnectedSessionTTL (120 s) so that a browser
   can reconnect to it. Streamlit then only forgets it the next time another session is stored, and never shuts it
@@ -29,13 +32,15 @@ import contextlib
 import logging
 import re
 import threading
+import time
 
-from viz_core.settings import env_int
+from viz_core.settings import env_float, env_int
 
 _log = logging.getLogger(__name__)
 
 UNREAD_LIMIT_BYTES = 8 * 2**20   # a websocket client may leave this much of its messages unread, then it is closed
 REAP_SECONDS = 15.0              # how often ended sessions are shut down
+UPLOAD_STALL_SECONDS = 20.0      # an upload body that sends nothing for this long is cut (a slow phone sends KBs/s)
 WS_SEND = "websocket.send"
 
 
@@ -142,13 +147,14 @@ UPLOAD_PATH = re.compile(r"/_stcore/upload_file/([^/]+)/([^/]+)/?$")
 class UploadLimit:
     """ASGI middleware: refuse an upload that would give one session too many files or bytes, or the server too
     many bytes, before its body is read (HTTP 413). Limits from ATTN_MAX_UPLOAD_FILES (default 4 per session),
-    ATTN_MAX_UPLOAD_MB (64 per session) and ATTN_MAX_UPLOADS_TOTAL_MB (256 for the server)."""
+    ATTN_MAX_UPLOAD_MB (64 per session) and ATTN_MAX_UPLOADS_TOTAL_MB (128 for the server: two of the largest
+    checkpoints at once; uploads are held for seconds, see forget_uploads)."""
 
     def __init__(self, app, files: int | None = None, session_mb: int | None = None, total_mb: int | None = None):
         self.app = app
         self.max_files = files or env_int("ATTN_MAX_UPLOAD_FILES", 4)
         self.max_session = (session_mb or env_int("ATTN_MAX_UPLOAD_MB", 64)) * 2**20
-        self.max_total = (total_mb or env_int("ATTN_MAX_UPLOADS_TOTAL_MB", 256)) * 2**20
+        self.max_total = (total_mb or env_int("ATTN_MAX_UPLOADS_TOTAL_MB", 128)) * 2**20
         self._lock = threading.Lock()
         self._in_flight: dict[str, list[int]] = collections.defaultdict(list)  # session -> sizes being received
 
@@ -162,8 +168,15 @@ class UploadLimit:
         if refusal:
             await _discard_body(receive, self._max_file() + 2**20)  # so the client reads a clean 413, not a reset
             return await _refuse(send, refusal)
+        stall = _Stall(receive, send, env_float("ATTN_UPLOAD_STALL_S", UPLOAD_STALL_SECONDS))
         try:
-            await self.app(scope, receive, send)
+            await self.app(scope, stall.receive, stall.send)
+            if stall.status == 204:
+                _held_since(session_id, match.group(2))
+        except Exception:
+            if not stall.stalled:
+                raise
+            await stall.refuse()
         finally:
             with self._lock:
                 flights = self._in_flight[session_id]
@@ -195,6 +208,87 @@ class UploadLimit:
     def _max_file() -> int:
         from streamlit import config
         return int(config.get_option("server.maxUploadSize")) * 2**20
+
+
+class _Stall:
+    """An upload's ASGI channel with a deadline between body chunks: past it, the app is told that the client has
+    gone (it stops reading), and the client gets HTTP 408 if nothing was answered yet."""
+
+    def __init__(self, receive, send, seconds: float):
+        self._receive, self._send, self.seconds = receive, send, seconds
+        self.stalled, self.status = False, None
+
+    async def receive(self):
+        try:
+            return await asyncio.wait_for(self._receive(), self.seconds)
+        except asyncio.TimeoutError:
+            self.stalled = True
+            return {"type": "http.disconnect"}
+
+    async def send(self, message) -> None:
+        if message["type"] == "http.response.start":
+            self.status = message["status"]
+        await self._send(message)
+
+    async def refuse(self) -> None:
+        if self.status is None:
+            self.status = 408
+            body = b"Upload cut: no data arrived for a while; upload the file again."
+            await self._send({"type": "http.response.start", "status": 408,
+                              "headers": [(b"content-type", b"text/plain; charset=utf-8"),
+                                          (b"content-length", str(len(body)).encode()), (b"connection", b"close")]})
+            await self._send({"type": "http.response.body", "body": body})
+
+
+_HELD: dict[tuple[str, str], float] = {}  # (session id, file id) -> when its upload was stored (time.monotonic)
+_HELD_LOCK = threading.Lock()
+
+
+def _held_since(session_id: str, file_id: str) -> None:
+    with _HELD_LOCK:
+        _HELD[(session_id, file_id)] = time.monotonic()
+
+
+def forget_uploads(files) -> None:
+    """Drop these UploadedFiles of the running session from Streamlit's store: the page has read them and keeps
+    what it needs, so their bytes go back to the server's upload budget and to the system now, not when the session
+    ends. Each file is emptied (this session's own object, not shared). The uploader still lists them in the
+    browser; a later run gets no file from it and no change is reported."""
+    from streamlit.runtime import Runtime
+    from streamlit.runtime.scriptrunner import get_script_run_ctx
+    ctx = get_script_run_ctx()
+    if ctx is None or not Runtime.exists():
+        return
+    manager = Runtime.instance().uploaded_file_mgr
+    for f in files or []:
+        manager.remove_file(ctx.session_id, f.file_id)
+        f.truncate(0)  # the widget's value keeps this object until the next run: let go of its bytes now
+        with _HELD_LOCK:
+            _HELD.pop((ctx.session_id, f.file_id), None)
+
+
+def drop_held_uploads(hold_s: float | None = None, now: float | None = None) -> int:
+    """Drop every stored upload held longer than hold_s (ATTN_UPLOAD_HOLD_S, default 60 s): a page reads a file in
+    the run its upload starts, so a file still there a minute later is one nobody reads. Returns how many."""
+    from streamlit.runtime import Runtime
+    if not Runtime.exists():
+        return 0
+    hold_s = env_float("ATTN_UPLOAD_HOLD_S", 60.0) if hold_s is None else hold_s
+    now = time.monotonic() if now is None else now
+    manager = Runtime.instance().uploaded_file_mgr
+    stored = {(sid, fid) for sid, files in list(getattr(manager, "file_storage", {}).items()) for fid in list(files)}
+    dropped = 0
+    with _HELD_LOCK:
+        for key in list(_HELD):
+            if key not in stored:
+                del _HELD[key]  # read and forgotten, or its session ended
+        for key in stored:
+            since = _HELD.setdefault(key, now)  # a file stored past the middleware counts from now
+            if now - since > hold_s:
+                manager.remove_file(*key)
+                del _HELD[key]
+                dropped += 1
+    return dropped
 
 
 def _content_length(scope) -> int:
@@ -268,6 +362,7 @@ async def _reaper() -> None:
         await asyncio.sleep(REAP_SECONDS)
         try:
             reap_sessions()
+            drop_held_uploads()
         except Exception:  # noqa: BLE001 - the next round tries again; the server goes on
             _log.exception("reaping ended sessions failed")
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import os
 import random
+import struct
 import sys
 import threading
 import time
@@ -21,17 +22,21 @@ from tests.conftest import run_async
 
 sys.path.insert(0, str(ROOT / "bench"))
 from st_protocol import Session  # noqa: E402
+from streamlit.proto.Common_pb2 import FileURLs, FileUploaderState, UploadedFileInfo  # noqa: E402
+from streamlit.proto.WidgetStates_pb2 import WidgetState  # noqa: E402
 
 pytestmark = pytest.mark.browser
 MB = 2**20
 WORDS = ("the quick brown fox jumps over a lazy dog while seven curious cats watch it from an old red barn near the "
          "river bank and three small birds sing loud songs in tall green trees every warm summer day").split()
 TTL_S = 2  # server.disconnectedSessionTTL of this server: a closed tab's session ends 2 s later
+HOLD_S = 8  # ATTN_UPLOAD_HOLD_S of this server: an upload no page has read is dropped after 8 s (+ the reaper's 15 s)
 
 
 @pytest.fixture(scope="module")
 def server():
-    env = {"STREAMLIT_SERVER_DISCONNECTED_SESSION_TTL": str(TTL_S), "ATTN_MAX_UPLOADS_TOTAL_MB": "3"}
+    env = {"STREAMLIT_SERVER_DISCONNECTED_SESSION_TTL": str(TTL_S), "ATTN_MAX_UPLOADS_TOTAL_MB": "3",
+           "ATTN_UPLOAD_HOLD_S": str(HOLD_S)}
     with streamlit_server(env) as (url, proc):
         yield url, proc
 
@@ -131,14 +136,18 @@ def test_clients_that_never_read_are_cut_off_and_others_are_served(server):
     assert top - base <= 700 * MB, f"{(top - base) / MB:.0f} MB more with 4 clients that never read"
 
 
-def upload(url: str, session_id: str, size: int) -> int:
-    """PUT one file to the session's upload URL, as the browser's uploader does (XSRF cookie + header)."""
+def upload(url: str, session_id: str, size: int, data: bytes | None = None, file_id: str | None = None,
+           name: str = "x.bin") -> int:
+    """PUT one file (`size` random bytes, or `data`) to the session's upload URL, as the browser's uploader does
+    (XSRF cookie + header)."""
     cookie = urllib.request.urlopen(url + "/_stcore/health").headers["Set-Cookie"].split(";")[0]
     token = cookie.split("=", 1)[1]
     boundary = uuid.uuid4().hex
-    body = (f"--{boundary}\r\nContent-Disposition: form-data; name=\"file\"; filename=\"x.bin\"\r\n"
-            f"Content-Type: application/octet-stream\r\n\r\n").encode() + os.urandom(size) + f"\r\n--{boundary}--\r\n".encode()
-    req = urllib.request.Request(f"{url}/_stcore/upload_file/{session_id}/{uuid.uuid4()}", data=body, method="PUT",
+    data = os.urandom(size) if data is None else data
+    body = (f"--{boundary}\r\nContent-Disposition: form-data; name=\"file\"; filename=\"{name}\"\r\n"
+            f"Content-Type: application/octet-stream\r\n\r\n").encode() + data + f"\r\n--{boundary}--\r\n".encode()
+    req = urllib.request.Request(f"{url}/_stcore/upload_file/{session_id}/{file_id or uuid.uuid4()}", data=body,
+                                 method="PUT",
                                  headers={"Content-Type": f"multipart/form-data; boundary={boundary}",
                                           "Cookie": cookie, "X-Xsrftoken": token})
     try:
@@ -165,3 +174,85 @@ def test_uploads_are_bounded_and_an_ended_sessions_files_are_given_back(server):
         await b.close()
         return status
     assert run_async(main()) == 204
+
+
+async def budget_free(url: str, seconds: float = 60) -> None:
+    """Wait until the server's whole upload budget (3 MB) is free: tests before may have left files that ended
+    sessions hold until the reaper's next round. Probed with an upload taken back at once (DELETE)."""
+    probe = await first_page(url)
+    end, file_id = time.monotonic() + seconds, str(uuid.uuid4())
+    while upload(url, probe.session_id, 3 * MB - 4096, file_id=file_id) == 413 and time.monotonic() < end:
+        await asyncio.sleep(1)
+    cookie = urllib.request.urlopen(url + "/_stcore/health").headers["Set-Cookie"].split(";")[0]
+    urllib.request.urlopen(urllib.request.Request(
+        f"{url}/_stcore/upload_file/{probe.session_id}/{file_id}", method="DELETE",
+        headers={"Cookie": cookie, "X-Xsrftoken": cookie.split("=", 1)[1]}), timeout=30)
+    await probe.close()
+
+
+def hostile_zip(size: int) -> bytes:
+    """`size` bytes ending in a zip end record that claims a Zip64 directory (65,535 members or more)."""
+    end = b"PK\x05\x06" + struct.pack("<HHHHIIH", 0, 0, 0xFFFF, 0xFFFF, 0xFFFFFFFF, 0xFFFFFFFF, 0)
+    return os.urandom(size - len(end)) + end
+
+
+async def upload_to_train(url: str, s: Session, data: bytes) -> tuple[int, str]:
+    """Upload `data` as x.zip through the Train page's uploader, as a browser does: PUT the file, then a rerun whose
+    uploader state lists it. (HTTP status, the page's text after that rerun)."""
+    file_id = str(uuid.uuid4())
+    status = await asyncio.to_thread(upload, url, s.session_id, 0, data, file_id, "x.zip")
+    wid = s.widget("train.upload").id
+    state = WidgetState(id=wid)
+    where = f"/_stcore/upload_file/{s.session_id}/{file_id}"
+    state.file_uploader_state_value.CopyFrom(FileUploaderState(uploaded_file_info=[UploadedFileInfo(
+        file_id=file_id, name="x.zip", size=len(data), file_urls=FileURLs(file_id=file_id, upload_url=where,
+                                                                          delete_url=where))]))
+    s._widgets[wid] = state
+    run = await s.rerun()
+    assert run.status == "FINISHED_SUCCESSFULLY" and not s.find("exception")
+    return status, s.text()
+
+
+def test_hostile_uploads_at_once_share_one_budget_and_give_it_back_once_read(server):
+    """Four visitors upload a zip that claims 65,535+ members at the same moment: the server takes what its budget
+    holds (3 MB here: two of them), refuses the others before reading their bodies, and each page refuses its zip
+    from its end record; the files read go back to the budget at once, not when their sessions end."""
+    url, _ = server
+
+    async def main():
+        await budget_free(url)
+        tabs = [Session(url, timeout=120) for _ in range(4)]
+        for s in tabs:
+            await s.connect()
+            await s.open("train", "lang=en&tab=save")  # the Train page's save tab, with its uploader
+        results = await asyncio.gather(*(upload_to_train(url, s, hostile_zip(int(1.2 * MB))) for s in tabs))
+        other = await first_page(url)
+        later = upload(url, other.session_id, int(2.5 * MB))  # the four are still connected, within the hold
+        for s in tabs + [other]:
+            await s.close()
+        return results, later
+    results, later = run_async(main())
+    statuses = sorted(status for status, _ in results)
+    assert statuses == [204, 204, 413, 413], statuses
+    refused = [text for status, text in results if status == 204]
+    assert all("≥ 65,535" in text for text in refused), refused[0][-400:]
+    assert later == 204  # the two read files no longer count against the budget
+
+
+def test_a_visitor_who_uploads_and_waits_cannot_hold_the_budget(server):
+    url, _ = server
+
+    async def main():
+        await budget_free(url)
+        idle = await first_page(url)
+        student = await first_page(url)
+        assert upload(url, idle.session_id, int(2.5 * MB)) == 204  # uploaded, and never read by any page
+        blocked = upload(url, student.session_id, MB)
+        end, status = time.monotonic() + HOLD_S + 40, 413
+        while status == 413 and time.monotonic() < end:
+            await asyncio.sleep(1)
+            status = upload(url, student.session_id, MB)
+        for s in (idle, student):
+            await s.close()
+        return blocked, status
+    assert run_async(main()) == (413, 204)  # refused while the idle visitor's file is held, taken after the hold

@@ -203,6 +203,28 @@ def test_valid_zip_upload_switches_to_its_task(open_page, tmp_path):
     assert "checkpoint you uploaded" in main_text(page)
 
 
+def test_a_second_upload_loads_after_the_server_has_let_the_first_go(open_page):
+    """The server forgets an upload once the page has read it; the uploader still lists it, and a second checkpoint
+    added to the list loads on its own (the first is not read again, and is no error)."""
+    from viz_core.seq2seq.training import checkpoint_zip, load_checkpoint
+    from app_pages._ui.training_job import CHECKPOINTS
+    page = open_page("/train?lang=en&task=copy")
+    _upload(page, [{"name": "copy.zip", "mimeType": "application/zip",
+                    "buffer": checkpoint_zip(load_checkpoint(CHECKPOINTS / "copy"))}], "checkpoint you uploaded")
+    page.locator("[data-testid='stFileUploader'] input[type='file']").set_input_files(
+        [{"name": "sort.zip", "mimeType": "application/zip",
+          "buffer": checkpoint_zip(load_checkpoint(CHECKPOINTS / "sort"))}])
+    page.wait_for_function("() => location.search.includes('task=sort')", timeout=60_000)
+    wait_done(page)
+    assert_no_exception(page)
+    assert "checkpoint you uploaded" in main_text(page)
+    listed = page.locator("[data-testid='stFileUploader']").inner_text()
+    assert "copy.zip" in listed and "sort.zip" in listed  # both still listed
+    page.reload(wait_until="domcontentloaded")
+    wait_done(page)
+    assert_no_exception(page)
+
+
 def test_causal_decoder_attention_is_hatched(open_page):
     page = open_page("/train?lang=en&task=reverse&kind=dec&layer=0")
     open_tab(page, "Attention")
