@@ -93,6 +93,19 @@ def test_mechanics_real_model_stages_at_200_characters():
     assert sent(fig) <= MESSAGE_BYTES
 
 
+def test_mechanics_whole_run_at_200_characters_stays_well_under_what_a_client_may_leave_unread():
+    """All of Mechanics' step-by-step charts of one run (200 Chinese characters on the real model, causal mask and
+    dropout): a slow reader is cut off past UNREAD_LIMIT_BYTES unread, so one run must send far less (it was
+    8.95 MB: per-cell labels on every 202 x 202 stage and a stroke per masked cell)."""
+    from app_pages._ui.serving import UNREAD_LIMIT_BYTES
+    from tests.conftest import charts, run_page
+    at = run_page("mechanics", {"lang": "zh", "section": "steps", "src": "real", "causal": "1", "train": "1",
+                                "p": "0.9", "rtext": HANZI * 5}, timeout=120)
+    assert not at.exception and not at.error
+    sizes = [len(c.proto.bytes if c.type != "plotly_chart" else c.proto.spec) for c in charts(at)]
+    assert len(sizes) >= 9 and sum(sizes) <= UNREAD_LIMIT_BYTES // 3, sizes
+
+
 def test_positions_tables_at_1024():
     view = demos.encoding_view(1024, 1024)
     fig = positions_plots.encoding_heatmap(view.values, view.rows, view.cols, title="PE", x_title="dimension",

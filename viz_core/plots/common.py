@@ -85,8 +85,12 @@ def tick_labels(labels: Sequence[str], max_ticks: int = 64) -> tuple[list[int], 
 
 # ---------------------------------------------------------------- matrices of any size, in messages of bounded size
 MESSAGE_BYTES = 4_000_000  # the most one figure may take in a page's message, at any input the page takes
-LABEL_BYTES = 1_000_000    # per-cell hover labels while they cost at most this; beyond, rows and columns are named
-                           # once each (category axes), so a figure's size grows with its cells' values only
+LABEL_BYTES = 250_000      # per-cell hover labels while they cost at most this; beyond, rows and columns are named
+                           # once each (category axes), so a figure's size grows with its cells' values only (a page
+                           # of nine 200-token matrices sends about 2 MB per run, under the 8 MiB a client may leave
+                           # unread: a slow reader is not cut off)
+STROKE_MAX_CELLS = 2500    # masked cells get a hatch stroke each up to this many; beyond, a cell is a few pixels wide
+                           # and the grey alone shows it (20,000 strokes were 460 KB of a figure)
 _CELL_JSON_BYTES = 7       # quotes, comma and brackets of one cell's [row, column] pair in a figure's JSON
 
 
@@ -491,15 +495,17 @@ def add_mask_overlay(fig: go.Figure, mask: np.ndarray, row: int | None = None, c
 def mask_overlay(mask: np.ndarray, x: Sequence | None = None,
                  y: Sequence | None = None) -> tuple[go.Heatmap, dict | None]:
     """add_mask_overlay's parts: the grey cells (a heatmap trace) and the strokes (one path shape on the axes x and
-    y, None without masked cells), for a figure built in one call. x, y: the matrix trace's own (its category names
-    where its axes are named), else the column and row numbers; the strokes use the numbers either way."""
+    y; None without masked cells or past STROKE_MAX_CELLS of them), for a figure built in one call. x, y: the
+    matrix trace's own (its category names where its axes are named), else the column and row numbers; the strokes
+    use the numbers either way."""
     n_rows, n_cols = mask.shape
-    # (1 or NaN: float32 holds both exactly, in half the bytes)
-    hatch = go.Heatmap(z=np.where(mask, 1.0, np.nan).astype(np.float32), x=np.arange(n_cols) if x is None else x,
-                       y=np.arange(n_rows) if y is None else y,
-                       colorscale=[[0, HATCH_FILL], [1, HATCH_FILL]], showscale=False, hoverinfo="skip")
+    # 1 = masked (grey), 0 = clear: one byte a cell (a float NaN for "clear" took four, 160 KB at 200 tokens)
+    hatch = go.Heatmap(z=np.asarray(mask, dtype=np.uint8), x=np.arange(n_cols) if x is None else x,
+                       y=np.arange(n_rows) if y is None else y, zmin=0, zmax=1,
+                       colorscale=[[0, "rgba(0,0,0,0)"], [0.5, "rgba(0,0,0,0)"], [0.5, HATCH_FILL], [1, HATCH_FILL]],
+                       showscale=False, hoverinfo="skip")
     rows, cols = np.nonzero(mask)
-    if not len(rows):
+    if not len(rows) or len(rows) > STROKE_MAX_CELLS:
         return hatch, None
     path = " ".join(f"M{j - 0.5:g},{i + 0.5:g}L{j + 0.5:g},{i - 0.5:g}" for i, j in zip(rows, cols))
     return hatch, dict(type="path", path=path, line=dict(width=1, color=MASK_COLOUR), layer="above", xref="x",
