@@ -27,11 +27,12 @@ from pathlib import Path
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")  # before numpy's first import (app_pages below)
 
 import streamlit as st
-from streamlit.runtime.scriptrunner import StopException
+from streamlit.runtime.scriptrunner import StopException, get_script_run_ctx
 
 from app_pages import _ui as ui
-from app_pages._ui import chart, memory, serving, state, warmup
+from app_pages._ui import chart, leaving, memory, serving, state, warmup
 from app_pages._ui.nav import DEFAULT_PAGE, NOT_FOUND, PAGES, reask_lost_page, route_by_name
+from viz_core.cancel import Cancelled
 from viz_core.i18n import LANGUAGE_NAMES, LANGUAGES, normalise_lang
 
 # The browser tab's icon is a file of the app: for a Material icon name Streamlit points the favicon at Google's font
@@ -73,12 +74,16 @@ def main() -> None:
                          query_params=state.page_address(stem, lang))
     st.sidebar.caption(ui.t("common.theme_hint"))
     completed = False
+    ctx = get_script_run_ctx()
     try:
-        nav.run()
+        with leaving.running(ctx.session_id if ctx else None):  # abandoned if the visitor leaves meanwhile
+            nav.run()
         completed = True
     except StopException:  # st.stop(): the run ends here, complete
         completed = True
         raise
+    except Cancelled:  # the visitor has gone (leaving.py): nobody is there to read a message
+        pass
     finally:  # also after st.stop(): the address follows the page's state, in one history entry
         state.sync_address()
         warmup.page_served.set()

@@ -21,7 +21,7 @@ import streamlit as st
 from viz_core.pretrained import bert_numpy
 from viz_core.pretrained.result import AttentionResult
 from viz_core.pretrained.policy import ModelPolicy
-from viz_core import priority
+from viz_core import cancel, priority
 from viz_core.settings import env_int
 
 from .caches import ByteBoundedCache
@@ -168,7 +168,9 @@ def heavy():
     as long. Two passes at once with two threads each would put four threads on two cores: a pass that starts
     while another runs takes one thread (Gemma at 20 tokens: 122 ms of CPU with one thread, 172 ms with two).
     While it runs, trainings wait before their next step (viz_core.priority)."""
-    with _compute_gate, priority.foreground():
+    if "torch" in sys.modules:
+        cancel.watch_torch()  # a model pass of a visitor who left stops between modules
+    with _turn(), priority.foreground():
         with _active_lock:
             _active[0] += 1
             threads = max(1, _CORES // _active[0])
@@ -178,6 +180,18 @@ def heavy():
         finally:
             with _active_lock:
                 _active[0] -= 1
+
+
+@contextlib.contextmanager
+def _turn():
+    """A turn at the compute gate; the wait for it ends with viz_core.cancel.Cancelled if the visitor leaves."""
+    while not _compute_gate.acquire(timeout=0.25):
+        cancel.check()
+    try:
+        cancel.check()
+        yield
+    finally:
+        _compute_gate.release()
 
 
 def _thread_budget(threads: int):

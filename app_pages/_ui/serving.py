@@ -369,12 +369,13 @@ async def _reaper() -> None:
 
 @contextlib.asynccontextmanager
 async def lifespan(_app):
-    """st.App lifespan: at server start, the model warm-up (warmup.py), the memory watcher (memory.py) and the
-    session reaper; the reaper stops with the server."""
-    from . import memory, warmup
+    """st.App lifespan: at server start, the model warm-up (warmup.py), the memory watcher (memory.py), the
+    watcher of visitors who left (leaving.py) and the session reaper; the reaper stops with the server."""
+    from . import leaving, memory, warmup
 
     warmup.start()
     memory.watch()
+    leaving.watch(asyncio.get_running_loop())
     reaper = asyncio.create_task(_reaper(), name="session-reaper")
     try:
         yield

@@ -256,3 +256,31 @@ def test_a_visitor_who_uploads_and_waits_cannot_hold_the_budget(server):
             await s.close()
         return blocked, status
     assert run_async(main()) == (413, 204)  # refused while the idle visitor's file is held, taken after the hold
+
+
+def test_a_visitor_who_leaves_mid_computation_stops_costing_the_server_within_2_s(server):
+    """'Which heads matter' on a 400-word text takes the server many seconds; its visitor closes the tab a second
+    in. Within 2 s of that (a grace for reconnections, then the next layer or module) the server is idle again."""
+    url, proc = server
+    p = psutil.Process(proc.pid)
+
+    def cpu() -> float:
+        return sum(sum(x.cpu_times()[:2]) for x in [p] + p.children(recursive=True))
+
+    async def main():
+        s = await first_page(url, "lang=en&view=importance")
+        await settled(proc)
+        s._set(s.widget("attention.text", "text_area").id, string_value=sentence(random.Random(7), 400))
+        await s.rerun(wait=False)
+        await asyncio.sleep(1.5)
+        busy0 = cpu()
+        await asyncio.sleep(1.0)
+        busy = cpu() - busy0  # the computation is under way
+        await s.close()
+        await asyncio.sleep(2.0)
+        idle0 = cpu()
+        await asyncio.sleep(3.0)
+        return busy, cpu() - idle0
+    busy, after = run_async(main())
+    assert busy > 0.5, f"the computation should keep a core busy (it used {busy:.2f} s of CPU in 1 s)"
+    assert after < 0.45, f"the server used {after:.2f} s of CPU in the 3 s after the visitor had been gone 2 s"

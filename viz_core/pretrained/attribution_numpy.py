@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..cancel import check as check_cancelled
 from .bert_numpy import NumpyBert, _erf, cosine, in_blocks, softmax
 from .head_analysis import attention_received, reading_rows
 from .result import TokenAttribution, check_attribution, clean_text
@@ -126,6 +127,7 @@ class NumpyAttribution:
     def _layer(self, h: np.ndarray, i: int) -> tuple[np.ndarray, tuple]:
         """One encoder layer (as NumpyBert._layer) keeping what its backward pass needs: q / sqrt(d_k), k, v, the
         weights, both LayerNorms' x_hat and r, the FFN's input to GELU and Phi of it."""
+        check_cancelled()  # a visitor who left: stop between layers (viz_core.cancel)
         b, w, p = self.bert, self.bert.w, f"encoder.layer.{i}."
         c, n, d = h.shape
         heads, dk = b.n_heads, d // b.n_heads
@@ -164,6 +166,7 @@ class NumpyAttribution:
 
     def _layer_backward(self, i: int, saved: tuple, g_out: np.ndarray) -> np.ndarray:
         """d(layer output) (C, N, d) -> d(layer input) (C, N, d). Overwrites the saved weights a."""
+        check_cancelled()
         b, w, p = self.bert, self.bert.w, f"encoder.layer.{i}."
         q, k, v, a, norm1, pre, cdf, norm2 = saved                                         # q already / sqrt(d_k)
         c, heads, n, dk = q.shape

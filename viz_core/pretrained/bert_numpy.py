@@ -30,6 +30,8 @@ import numpy as np
 from .architecture import MINILM, Architecture
 from .result import DEFAULT_MODEL, DISPLAY_TOKEN_LIMIT, QKV, AttentionResult, HeadImportance, clean_text
 from .result import max_word_chars_of, unknown_causes
+from .. import cancel
+from ..cancel import check as check_cancelled
 from ..errors import InputError
 
 
@@ -185,6 +187,7 @@ class NumpyBert:
         knock = (rows, heads, method): head heads[j]'s output (its slice of W_O's input) is replaced in batch row
         rows[j], by 0 ("zero") or by its mean over the positions of row 0 ("mean"); see NumpyAblation.
         capture: a list that receives (q, k, v), each (B, H, N, d_k), the queries, keys and values of the layer."""
+        check_cancelled()  # a visitor who left: stop between layers (viz_core.cancel)
         p, w = f"encoder.layer.{i}.", self.w
         b, n, d = h.shape
         dk = d // self.n_heads
@@ -364,8 +367,13 @@ class NumpyAblation:
         with b._lock:
             if len(groups) == 1:
                 return self._grown(h0, groups[0], method)
+            owner = cancel.owner()
+
+            def grown(g):
+                with cancel.acting_for(owner):  # a worker stops when the page thread's visitor has gone
+                    return self._grown(h0, g, method)
             with ThreadPoolExecutor(len(groups), thread_name_prefix="ablation") as pool:
-                parts = list(pool.map(lambda g: self._grown(h0, g, method), groups))
+                parts = list(pool.map(grown, groups))
         out = np.empty((1 + b.n_layers * b.n_heads, h0.shape[-1]), dtype=parts[0].dtype)  # (1 + L*H, d)
         out[0] = parts[0][0]
         for g, part in zip(groups, parts):
