@@ -7,7 +7,6 @@ from __future__ import annotations
 import asyncio
 import os
 import random
-import struct
 import sys
 import threading
 import time
@@ -21,6 +20,7 @@ from tests.browser.conftest import ROOT, streamlit_server
 from tests.conftest import run_async
 
 sys.path.insert(0, str(ROOT / "bench"))
+from bench_uploads import hostile_zip  # noqa: E402 - the benchmark's zip claiming 65,535+ members
 from st_protocol import Session  # noqa: E402
 from streamlit.proto.Common_pb2 import FileURLs, FileUploaderState, UploadedFileInfo  # noqa: E402
 from streamlit.proto.WidgetStates_pb2 import WidgetState  # noqa: E402
@@ -188,12 +188,6 @@ async def budget_free(url: str, seconds: float = 60) -> None:
         f"{url}/_stcore/upload_file/{probe.session_id}/{file_id}", method="DELETE",
         headers={"Cookie": cookie, "X-Xsrftoken": cookie.split("=", 1)[1]}), timeout=30)
     await probe.close()
-
-
-def hostile_zip(size: int) -> bytes:
-    """`size` bytes ending in a zip end record that claims a Zip64 directory (65,535 members or more)."""
-    end = b"PK\x05\x06" + struct.pack("<HHHHIIH", 0, 0, 0xFFFF, 0xFFFF, 0xFFFFFFFF, 0xFFFFFFFF, 0)
-    return os.urandom(size - len(end)) + end
 
 
 async def upload_to_train(url: str, s: Session, data: bytes) -> tuple[int, str]:
