@@ -95,13 +95,19 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-def start_server(port: int, extra_env: dict | None = None, root: Path | None = None) -> subprocess.Popen:
-    """`streamlit run app.py` in `root` (default: the app's tree, --app-root)."""
+def start_server(port: int, extra_env: dict | None = None, root: Path | None = None,
+                 log: Path | None = None) -> subprocess.Popen:
+    """`streamlit run app.py` in `root` (default: the app's tree, --app-root); its output goes to `log` if given."""
     env = dict(os.environ, STREAMLIT_BROWSER_GATHER_USAGE_STATS="false", **(extra_env or {}))
-    return subprocess.Popen(
-        [sys.executable, "-m", "streamlit", "run", "app.py", "--server.headless", "true", "--server.port", str(port),
-         "--server.address", "127.0.0.1"], cwd=root or APP_ROOT, env=env, stdout=subprocess.DEVNULL,
-        stderr=subprocess.STDOUT)
+    out = open(log, "wb") if log else subprocess.DEVNULL  # noqa: SIM115 - the child holds it; closed below
+    try:
+        return subprocess.Popen(
+            [sys.executable, "-m", "streamlit", "run", "app.py", "--server.headless", "true", "--server.port",
+             str(port), "--server.address", "127.0.0.1"], cwd=root or APP_ROOT, env=env, stdout=out,
+            stderr=subprocess.STDOUT)
+    finally:
+        if log:
+            out.close()
 
 
 def wait_healthy(url: str, timeout_s: float = 60) -> None:
@@ -125,11 +131,11 @@ def stop_server(proc: subprocess.Popen) -> None:
 
 
 class Server:
-    def __init__(self, extra_env: dict | None = None, root: Path | None = None):
+    def __init__(self, extra_env: dict | None = None, root: Path | None = None, log: Path | None = None):
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         self.t0 = time.perf_counter()
-        self.proc = start_server(self.port, extra_env, root)
+        self.proc = start_server(self.port, extra_env, root, log)
 
     def __enter__(self):
         wait_healthy(self.url)

@@ -8,6 +8,9 @@ nothing.
   python bench/bench_load.py --mode long              # one visitor types 24 sentences of 400 words, every view
   python bench/bench_load.py --mode slow              # 20 clients that ask for reruns and never read the answers
 
+All of these at once, a class with its worst visitors (long texts through every view, trainings, hostile uploads,
+non-readers), and the memory after they left: bench/bench_worst_class.py.
+
 --mode long: one session opens Attention, waits for the warm-up, then types --sentences sentences of --words random
 words, moving to the next view (head, grid, lines, aggregate, stats, export) with each; the server's RSS is
 sampled throughout. Prints the RSS before the first sentence, the peak, the RSS after the last sentence, and the

@@ -5,6 +5,10 @@ from __future__ import annotations
 
 import asyncio
 import gc
+import os
+import subprocess
+import sys
+from pathlib import Path
 
 import pytest
 
@@ -251,6 +255,56 @@ def test_rss_is_read_from_proc():
     assert memory.rss_bytes() > 10 * MB
 
 
+def test_the_heap_report_follows_what_is_allocated():
+    import numpy as np
+    before = memory.heap()
+    if not before:
+        pytest.skip("glibc's mallinfo2 is not available here")
+    block = np.ones(5 * MB // 8)  # 5 MB from malloc: its own mapping (above glibc's mmap threshold) or the heap
+    during = memory.heap()
+    grew = (during["in_use"] + during["mapped"]) - (before["in_use"] + before["mapped"])
+    del block
+    assert 4 * MB <= grew <= 8 * MB, grew
+    line = memory.describe(memory.report({"results and figures": 3 * MB}))
+    assert "heap: in use" in line and "caches emptied: results and figures 3 MB" in line and "modules" in line
+
+
+def test_once_the_last_session_has_ended_the_shared_caches_are_emptied(monkeypatch):
+    import numpy as np
+
+    from app_pages._ui.caches import ByteBoundedCache
+    cache = ByteBoundedCache(10 * MB)
+    cache.get("a", lambda: np.zeros(MB // 8))
+    sessions = [3]
+
+    class Runtime:
+        @staticmethod
+        def exists():
+            return True
+
+        @staticmethod
+        def instance():
+            return type("R", (), {"_session_mgr": type("M", (), {"num_sessions": lambda self: sessions[0]})()})()
+
+    import streamlit.runtime
+    with monkeypatch.context() as m:
+        m.setattr(streamlit.runtime, "Runtime", Runtime)
+        emptied = [True]                              # the server starts with nothing to empty
+        assert serving.newly_empty(emptied) is False  # a class is there
+        sessions[0] = 0
+        assert serving.newly_empty(emptied) is True   # the last one has ended: empty now ...
+        assert serving.newly_empty(emptied) is False  # ... once per quiet spell
+        sessions[0] = 1
+        assert serving.newly_empty(emptied) is False
+        sessions[0] = 0
+        assert serving.newly_empty(emptied) is True   # the next class has left
+
+    assert cache in ByteBoundedCache.every and cache.used == MB
+    r = memory.idle_release()
+    assert cache.used == 0 and not cache.items
+    assert r["emptied_results and figures"] >= MB and r["rss"] > 0
+
+
 # ---------------------------------------------------------------- what a session keeps of its widgets
 def widget_metadata(at) -> dict:
     return at._session_state._state._new_widget_state.widget_metadata
@@ -271,3 +325,56 @@ def test_new_sentences_leave_no_widget_metadata_behind(view):
     from streamlit.components.v2.bidi_component.main import _make_trigger_id
     # ... and the widget its clicks go through (a trigger aggregator: without it a click reran the page and did nothing)
     assert {_make_trigger_id(i, "events") for i in selectable} <= set(widget_metadata(at))
+
+
+
+
+MALLOC_PROBE = """
+import ctypes, sys, threading
+sys.path.insert(0, {root!r})
+from app_pages._ui import memory
+print(memory.tune_malloc() if {tune} else "untuned")
+gate = threading.Barrier(8)
+def work():
+    gate.wait()  # all eight allocate at the same moment: glibc hands contending threads arenas of their own
+    blocks = [bytearray(4096) for _ in range(2000)]
+    gate.wait()
+threads = [threading.Thread(target=work) for _ in range(8)]
+[t.start() for t in threads]; [t.join() for t in threads]
+big = bytearray(30 * 2**20); del big  # glibc's own threshold for a mapping of its own grows to 30 MB here
+before = memory.rss_bytes()
+blocks = [bytearray(20 * 2**20) for _ in range(2)]  # written (zeroed): resident
+del blocks
+print("kept MB", (memory.rss_bytes() - before) // 2**20)
+ctypes.CDLL("libc.so.6").malloc_stats()  # one "Arena i:" section per arena, on stderr
+"""
+
+
+def malloc_probe(tune: bool, env_extra: dict | None = None) -> tuple[str, int, int]:
+    """(what tune_malloc said, MB still resident after 40 MB of arrays were freed, arenas) in a fresh process."""
+    env = {k: v for k, v in os.environ.items() if k not in ("MALLOC_ARENA_MAX", "MALLOC_MMAP_THRESHOLD_")}
+    code = MALLOC_PROBE.format(root=str(Path(__file__).resolve().parents[1]), tune=tune)
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60,
+                         env=env | (env_extra or {}))
+    assert out.returncode == 0, out.stderr[-2000:]
+    said, kept = out.stdout.splitlines()[0], int(out.stdout.split("kept MB")[1].split()[0])
+    return said, kept, out.stderr.count("Arena ")
+
+
+def test_the_server_tunes_malloc_so_freed_arrays_go_back():
+    """tune_malloc(): eight threads allocating at once share 2 arenas, and 40 MB of arrays freed after a 30 MB one
+    go back to the system. Untuned, glibc gives the threads more arenas and keeps the 40 MB (its threshold for a
+    mapping of its own has grown to 30 MB, and an arena keeps up to twice that free at its top)."""
+    if not memory.heap():
+        pytest.skip("not glibc")
+    said, kept, arenas = malloc_probe(tune=True)
+    assert said == "{'arenas': True, 'mmap_threshold': True}" and arenas <= 2 and kept < 10, (said, kept, arenas)
+    said, kept, arenas = malloc_probe(tune=False)
+    assert arenas > 2 and kept >= 30, (said, kept, arenas)
+
+
+def test_the_operators_malloc_settings_stay():
+    if not memory.heap():
+        pytest.skip("not glibc")
+    said, _, arenas = malloc_probe(tune=True, env_extra={"MALLOC_ARENA_MAX": "8"})
+    assert said == "{'arenas': False, 'mmap_threshold': True}" and arenas > 2, (said, arenas)

@@ -7,6 +7,7 @@ import dataclasses
 import enum
 import hashlib
 import threading
+import weakref
 from collections import OrderedDict
 from collections.abc import Callable
 
@@ -33,11 +34,21 @@ class ByteBoundedCache:
     shared read-only; the newest value always stays, even alone over the budget. Two threads missing the same key
     at once both compute it (the second result is dropped): simpler than a lock held while computing."""
 
+    every: "weakref.WeakSet[ByteBoundedCache]" = weakref.WeakSet()  # live instances (memory.idle_release empties them)
+
     def __init__(self, budget_bytes: int, size: Callable[[object], int] = nbytes):
         self.budget, self.size = budget_bytes, size
         self.items: OrderedDict = OrderedDict()  # key -> (value, bytes)
         self.lock = threading.Lock()
         self.used = 0
+        ByteBoundedCache.every.add(self)
+
+    def clear(self) -> int:
+        """Drop every entry; returns the bytes they were counted as."""
+        with self.lock:
+            freed, self.used = self.used, 0
+            self.items.clear()
+        return freed
 
     def get(self, key, compute: Callable[[], object]):
         with self.lock:

@@ -357,22 +357,46 @@ def reap_sessions() -> int:
     return len(expired)
 
 
+def newly_empty(emptied: list[bool]) -> bool:
+    """True the first time the server is found with no session left (ended, or past its reconnection time) since a
+    session was there; emptied[0] remembers it until a session comes. Runs on the event loop, as Streamlit's session
+    calls do."""
+    from streamlit.runtime import Runtime
+
+    mgr = getattr(Runtime.instance(), "_session_mgr", None) if Runtime.exists() else None
+    if mgr is None or not hasattr(mgr, "num_sessions"):
+        return False
+    if mgr.num_sessions() > 0:
+        emptied[0] = False
+        return False
+    if emptied[0]:
+        return False
+    emptied[0] = True
+    return True
+
+
 async def _reaper() -> None:
+    emptied = [True]  # nothing to empty before the first visitor
     while True:
-        await asyncio.sleep(REAP_SECONDS)
+        await asyncio.sleep(env_float("ATTN_REAP_S", REAP_SECONDS))
         try:
             reap_sessions()
             drop_held_uploads()
+            if newly_empty(emptied):  # the class has left: nobody shares the caches, the memory goes back
+                from . import memory
+                await asyncio.to_thread(memory.idle_release)
         except Exception:  # noqa: BLE001 - the next round tries again; the server goes on
             _log.exception("reaping ended sessions failed")
 
 
 @contextlib.asynccontextmanager
 async def lifespan(_app):
-    """st.App lifespan: at server start, the model warm-up (warmup.py), the memory watcher (memory.py), the
-    watcher of visitors who left (leaving.py) and the session reaper; the reaper stops with the server."""
+    """st.App lifespan: at server start, malloc tuned for a server, the model warm-up (warmup.py), the memory watcher
+    (memory.py), the watcher of visitors who left (leaving.py) and the session reaper; the reaper stops with the
+    server."""
     from . import leaving, memory, warmup
 
+    memory.tune_malloc()  # before the warm-up's and the sessions' threads allocate
     warmup.start()
     memory.watch()
     leaving.watch(asyncio.get_running_loop())
