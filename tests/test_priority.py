@@ -70,3 +70,73 @@ def test_both_trainers_give_way_before_every_step_on_the_cpu(monkeypatch):
 def test_env_float_reads_safely(monkeypatch, raw, expected):
     monkeypatch.setenv("ATTN_TEST_FLOAT", raw)
     assert env_float("ATTN_TEST_FLOAT", 0.7) == expected
+
+
+# ---------------------------------------------------------------- FairGate
+def test_a_fair_gate_serves_in_order_of_arrival_and_never_more_than_its_slots():
+    import threading
+    import time
+
+    from viz_core.priority import FairGate
+    gate, order, inside, most = FairGate(2, poll=0.01), [], [0], [0]
+    lock, hold = threading.Lock(), threading.Event()
+
+    def visitor(i: int):
+        with gate.turn():
+            with lock:
+                order.append(i)
+                inside[0] += 1
+                most[0] = max(most[0], inside[0])
+            hold.wait(5)
+            with lock:
+                inside[0] -= 1
+
+    threads = []
+    for i in range(8):  # each one waits in line before the next arrives
+        threads.append(threading.Thread(target=visitor, args=(i,)))
+        threads[-1].start()
+        deadline = time.monotonic() + 5
+        while gate.waiting + inside[0] < i + 1 and time.monotonic() < deadline:
+            time.sleep(0.005)
+    hold.set()
+    for th in threads:
+        th.join(10)
+    assert order == list(range(8)) and most[0] == 2
+
+
+def test_a_wait_at_the_fair_gate_can_be_left_and_the_next_one_goes_on():
+    import threading
+
+    import pytest
+
+    from viz_core.priority import FairGate
+    gate, release, got = FairGate(1, poll=0.01), threading.Event(), []
+
+    class Left(Exception):
+        pass
+
+    def holder():
+        with gate.turn():
+            release.wait(5)
+
+    def leaver():
+        with pytest.raises(Left):
+            with gate.turn(check=lambda: (_ for _ in ()).throw(Left())):
+                got.append("leaver")  # never: it leaves while waiting
+
+    def patient():
+        with gate.turn():
+            got.append("patient")
+
+    h = threading.Thread(target=holder)
+    h.start()
+    while gate._busy == 0:
+        pass
+    threads = [threading.Thread(target=leaver), threading.Thread(target=patient)]
+    for th in threads:
+        th.start()
+    threads[0].join(5)            # the leaver was first in line and left
+    release.set()
+    for th in [h, threads[1]]:
+        th.join(5)
+    assert got == ["patient"] and gate.waiting == 0 and gate._busy == 0

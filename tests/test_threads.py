@@ -152,3 +152,33 @@ def test_a_model_computation_holds_background_work_back():
     with models.heavy():
         assert priority.busy()
     assert not priority.busy()
+
+
+def test_long_computations_leave_one_place_to_short_ones(monkeypatch):
+    """app_pages/_ui/models.heavy(long=True): with two places, a long run holds one and a second long run waits for
+    it, while a short pass still gets the other place at once."""
+    from app_pages._ui import models
+    from viz_core import priority
+    monkeypatch.setattr(models, "_gate", priority.FairGate(2, poll=0.01))
+    monkeypatch.setattr(models, "_long_gate", priority.FairGate(1, poll=0.01))
+    first_in, release, seen = threading.Event(), threading.Event(), []
+
+    def long_run(name: str):
+        with models.heavy(long=True):
+            seen.append(name)
+            first_in.set()
+            release.wait(10)
+
+    runners = [threading.Thread(target=long_run, args=("long 1",))]
+    runners[0].start()
+    first_in.wait(10)
+    runners.append(threading.Thread(target=long_run, args=("long 2",)))
+    runners[1].start()
+    while models._long_gate.waiting == 0:
+        threading.Event().wait(0.005)
+    with models.heavy():          # a short pass: the second place is free
+        seen.append("short")
+    release.set()
+    for r in runners:
+        r.join(10)
+    assert seen == ["long 1", "short", "long 2"]

@@ -10,6 +10,8 @@ at most MAX_WAIT_S (it always makes progress, one step per MAX_WAIT_S under a co
         ...
     wait_for_foreground()            # a training loop, before each step
 
+FairGate: a limit on computations at once that serves them in order of arrival (app_pages/_ui/models.heavy).
+
 No torch here: the page's first paint imports this module.
 """
 from __future__ import annotations
@@ -60,3 +62,47 @@ def wait_for_foreground(max_wait_s: float | None = None) -> float:
     stats["waits"] += 1
     stats["waited_s"] += waited
     return waited
+
+
+class FairGate:
+    """At most `slots` holders at once, served in order of arrival: the first in line takes the next free slot, and
+    nobody passes it. (A semaphore polled with a timeout, as a wait that can be cancelled needs, lets whoever polls
+    at the right moment in first: under a class, some visitors waited minutes while newcomers went ahead.)
+
+        gate = FairGate(2)
+        with gate.turn(check=cancel.check):   # check() runs every `poll` s while waiting; it may raise to leave
+            compute()
+    """
+
+    def __init__(self, slots: int, poll: float = 0.25):
+        self.slots, self.poll = max(1, int(slots)), poll
+        self._cond = threading.Condition()
+        self._line: list[object] = []  # waiting tickets, oldest first
+        self._busy = 0
+
+    @contextmanager
+    def turn(self, check=lambda: None) -> Iterator[None]:
+        ticket = object()
+        with self._cond:
+            self._line.append(ticket)
+            try:
+                while self._line[0] is not ticket or self._busy >= self.slots:
+                    self._cond.wait(self.poll)
+                    check()
+            except BaseException:
+                self._line.remove(ticket)
+                self._cond.notify_all()  # the next in line may be first now
+                raise
+            self._line.pop(0)
+            self._busy += 1
+            self._cond.notify_all()  # the next in line may take another free slot
+        try:
+            yield
+        finally:
+            with self._cond:
+                self._busy -= 1
+                self._cond.notify_all()
+
+    @property
+    def waiting(self) -> int:
+        return len(self._line)

@@ -32,7 +32,7 @@ THREADS = 1   # torch threads of one computation: on a busy 2-core server 1.8 s 
 def scores(name: str, seq_len: int = heads.SEQ_LEN, n_seqs: int = heads.N_SEQS, seed: int = 0) -> heads.HeadScores:
     """Induction, previous-token and sink scores of a model on repeated random tokens (one batched pass)."""
     m = models.model(name)
-    with models.heavy(), thread_budget(THREADS):
+    with models.heavy(long=True), thread_budget(THREADS):
         return heads.head_scores(m, seq_len, n_seqs, seed)
 
 

@@ -45,12 +45,12 @@ def importance(name: str, kind: str, text: str, pair: str, target: str, part: st
     transformers has loaded it (the same numbers within 2e-6, tested): no torch in the server for it."""
     numpy_ablation = models.numpy_ablation() if not name else None
     if numpy_ablation is not None:
-        with models.heavy():
+        with models.heavy(long=True):
             return numpy_ablation.head_importance(text, pair or None, method=method)
     from viz_core.pretrained.ablation import head_importance  # torch: imported when this view is opened, not with the page
 
     loaded = models.model(name)
-    with models.heavy():
+    with models.heavy(long=True):
         return head_importance(loaded, text, pair or None, method=method, target=_target(kind, target), part=part)
 
 
@@ -59,12 +59,12 @@ def attribution(name: str, kind: str, text: str, pair: str, target: str, steps: 
     """Integrated gradients per token (see viz_core.pretrained.attribution); the packaged model in numpy, as above."""
     numpy_attribution = models.numpy_attribution() if not name else None
     if numpy_attribution is not None:
-        with models.heavy():
+        with models.heavy(long=True):
             return numpy_attribution.token_attribution(text, pair or None, steps=steps)
     from viz_core.pretrained.attribution import token_attribution  # torch: imported for another model only
 
     loaded = models.model(name)
-    with models.heavy():
+    with models.heavy(long=True):
         return token_attribution(loaded, text, pair or None, steps=steps, target=_target(kind, target))
 
 

@@ -210,7 +210,7 @@ def real_generation(model_id: str, prompt: str, n_new: int, temperature: float, 
     m = models.model(model_id)
     settings = RealGenSettings(n_new=int(n_new), temperature=float(temperature), top_k=int(top_k),
                                top_p=float(top_p), seed=int(seed))
-    with models.heavy(), thread_budget(REAL_THREADS):
+    with models.heavy(long=True), thread_budget(REAL_THREADS):
         return generate_real(m, prompt, settings)
 
 

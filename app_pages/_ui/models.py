@@ -153,15 +153,23 @@ def _qk_cache() -> ByteBoundedCache:
 
 
 _CORES = os.cpu_count() or 2
-_compute_gate = threading.BoundedSemaphore(env_int("ATTN_MAX_CONCURRENT_FORWARDS", _CORES))
+_gate = priority.FairGate(env_int("ATTN_MAX_CONCURRENT_FORWARDS", _CORES))
+_long_gate = priority.FairGate(max(1, _gate.slots - 1))  # long runs leave one place to the short ones
 _active = [0]
 _active_lock = threading.Lock()
 
 
 @contextlib.contextmanager
-def heavy():
-    """At most ATTN_MAX_CONCURRENT_FORWARDS (default: one per core) model computations at once, server-wide, each
-    with the cores shared among those running (viz_core.threads.thread_budget).
+def heavy(long: bool = False):
+    """At most ATTN_MAX_CONCURRENT_FORWARDS (default: one per core) model computations at once, server-wide, served
+    in order of arrival (viz_core.priority.FairGate), each with the cores shared among those running
+    (viz_core.threads.thread_budget). A wait ends with viz_core.cancel.Cancelled if the visitor leaves.
+
+    long=True marks a computation of seconds (every head's ablation, integrated gradients, a generation, the head
+    finder's passes): it first takes one of ATTN_MAX_CONCURRENT_FORWARDS - 1 places of its own (at least one), so
+    one place always stays for short passes (a new sentence, a layer the cache no longer holds). Without it, a
+    class whose visitors opened "Which heads matter" on long texts held every place for tens of seconds at a time,
+    and a layer change waited behind them (bench/bench_worst_class.py).
 
     A forward pass at 512 tokens needs about 100 MB while it runs, and the cores are busy anyway: twenty sessions
     computing at the same moment wait their turn instead of holding 2 GB together and each taking twenty times
@@ -170,7 +178,9 @@ def heavy():
     While it runs, trainings wait before their next step (viz_core.priority)."""
     if "torch" in sys.modules:
         cancel.watch_torch()  # a model pass of a visitor who left stops between modules
-    with _turn(), priority.foreground():
+    lane = _long_gate.turn(cancel.check) if long else contextlib.nullcontext()
+    with lane, _gate.turn(cancel.check), priority.foreground():
+        cancel.check()
         with _active_lock:
             _active[0] += 1
             threads = max(1, _CORES // _active[0])
@@ -180,18 +190,6 @@ def heavy():
         finally:
             with _active_lock:
                 _active[0] -= 1
-
-
-@contextlib.contextmanager
-def _turn():
-    """A turn at the compute gate; the wait for it ends with viz_core.cancel.Cancelled if the visitor leaves."""
-    while not _compute_gate.acquire(timeout=0.25):
-        cancel.check()
-    try:
-        cancel.check()
-        yield
-    finally:
-        _compute_gate.release()
 
 
 def _thread_budget(threads: int):
