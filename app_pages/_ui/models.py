@@ -165,8 +165,8 @@ def heavy(long: bool = False):
     in order of arrival (viz_core.priority.FairGate), each with the cores shared among those running
     (viz_core.threads.thread_budget). A wait ends with viz_core.cancel.Cancelled if the visitor leaves.
 
-    long=True marks a computation of seconds (every head's ablation, integrated gradients, a generation, the head
-    finder's passes): it first takes one of ATTN_MAX_CONCURRENT_FORWARDS - 1 places of its own (at least one), so
+    long=True marks a computation of seconds (every head's ablation, integrated gradients, the head scores, a
+    generation; the head finder's passes are short, each one a sentence): it first takes one of ATTN_MAX_CONCURRENT_FORWARDS - 1 places of its own (at least one), so
     one place always stays for short passes (a new sentence, a layer the cache no longer holds). Without it, a
     class whose visitors opened "Which heads matter" on long texts held every place for tens of seconds at a time,
     and a layer change waited behind them (bench/bench_worst_class.py).
