@@ -19,8 +19,9 @@ bench_uploads.py, through bench/st_protocol.py: a websocket speaking Streamlit's
 Prints the RSS of the warmed-up server (before anyone else arrives, one visitor has opened every view of the
 readers' page on its own text, so their code and the model are loaded, and run one 5 s training, so torch is), the
 peak, and the RSS 60 and 150 s (--after) after the last visitor left (Streamlit ends a closed tab's session after
-server.disconnectedSessionTTL, 120 s; the reaper runs every 15 s); the readers' rerun p50 / p95 / max for small
-actions (a layer, a head, a view) and for new texts; failed actions; the uploads' HTTP statuses and the trainings'
+server.disconnectedSessionTTL, 120 s; the reaper runs every 15 s); the readers' rerun p50 / p95 / max for a layer or
+head change, for a view change and for new texts; failed actions (and how many were the memory budget's "the server
+is busy": a reader refused retries with a new text); the uploads' HTTP statuses and the trainings'
 runs; and what the server logged once the last session had ended and it had emptied its caches: where its memory is
 (files, glibc's heap, anonymous mappings; app_pages/_ui/memory.report). `--env KEY=VALUE ...` sets the server's
 environment (e.g. MALLOC_ARENA_MAX=16 to compare glibc's defaults). Bounded: a run past --timeout ends that visitor (counted); the script stops by itself after --deadline s.
@@ -53,6 +54,7 @@ from st_protocol import ProtocolError, Session  # noqa: E402
 HEAD_KEY, VIEW_KEY = "attention.head.en", "attention.view.en"
 MEMORY_LINE = "memory once the last session ended"  # what the server logs when it has emptied its caches
 MB = 2**20
+BUSY = "The server is busy"  # the start of common.server_busy, the memory budget's refusal
 
 
 def _fine(s: Session, what: str) -> None:
@@ -64,6 +66,9 @@ def _fine(s: Session, what: str) -> None:
 async def _act(s: Session, rng: random.Random, words: tuple[int, int], stats: dict) -> None:
     """One reader's action: a layer, a head, a view, or a new long text; its latency goes to stats."""
     action = rng.choices(("layer", "head", "view", "text"), weights=(3, 2, 2, 2))[0]
+    if BUSY in shown_error(s):  # refused by the memory budget: the page has no views to change; a person tries
+        action = "text"         # again, with a text
+        stats["retries"] = stats.get("retries", 0) + 1
     if action in ("layer", "head"):
         box = s.widget(LAYER_KEY if action == "layer" else HEAD_KEY, "selectbox").proto
         choice = rng.choice([o for i, o in enumerate(box.options) if i != box.default])  # the app draws a widget
@@ -76,7 +81,7 @@ async def _act(s: Session, rng: random.Random, words: tuple[int, int], stats: di
         run = await s.set_widget(radio.id, string_value=choice)
         now = s.widget(VIEW_KEY, "radio").proto
         check(now.options[now.default] == choice, f"the view {choice!r}")
-        stats["small"].append(run.latency)
+        stats["view"].append(run.latency)
     else:
         text = " ".join(rng.choice(WORDS) for _ in range(rng.randint(*words)))
         run = await s.set_widget(s.widget(TEXT_KEY, "text_area").id, string_value=text)
@@ -164,7 +169,7 @@ async def _ended(pid: int, marks: tuple[float, ...]) -> dict[float, int]:
 
 
 async def scenario(args) -> dict:
-    stats = new_stats() | {"small": [], "text": [], "uploads": [], "slow_cut": 0}
+    stats = new_stats() | {"small": [], "view": [], "text": [], "uploads": [], "slow_cut": 0}
     log = Path(tempfile.mkdtemp()) / "server.log"
     server = Server(dict(kv.split("=", 1) for kv in args.env), log=log)
     try:
@@ -211,18 +216,22 @@ def report(args, s: dict) -> None:
           f"uploads, {args.slow} non-readers; arrivals over {args.arrival:.0f} s, then {args.seconds:.0f} s; "
           f"{psutil.cpu_count()} cores")
     print("\n| warmed up | peak | when the last left | 60 s after | "
-          f"{args.after:.0f} s after (lowest) | small action p50 / p95 / max | new text p50 / p95 / max | "
-          "actions (failed) | visitors ended early |")
-    print("|---|---|---|---|---|---|---|---|---|")
+          f"{args.after:.0f} s after (lowest) | layer or head p50 / p95 / max | view p50 / p95 / max | "
+          "new text p50 / p95 / max | "
+          "actions (failed; refused as busy) | visitors ended early |")
+    print("|---|---|---|---|---|---|---|---|---|---|")
     after = s["after"]
+    busy = sum(BUSY in line for line in s["failed"])  # refused by the server's memory budget (viz_core.budget)
     print(f"| {mb(s['warm'])} | {mb(s['rss_peak'])} | {mb(s['rss_left'])} | {mb(after[min(60.0, args.after)])} | "
           f"{mb(after[args.after])} ({mb(after['low'])}; +{(after['low'] - s['warm']) / MB:.0f} MB) | "
-          f"{dist(s['small'])} | {dist(s['text'])} | {s['actions']} ({len(s['failed'])}) | {len(s['errors'])} |")
-    print(f"\nuploads: HTTP {s['uploads']}; non-readers cut by the server: {s['slow_cut']} of {args.slow}; "
+          f"{dist(s['small'])} | {dist(s['view'])} | {dist(s['text'])} | {s['actions']} ({len(s['failed'])}; {busy}) | "
+          f"{len(s['errors'])} |")
+    print(f"\nretries after a refusal: {s.get('retries', 0)}; uploads: HTTP {s['uploads']}; "
+          f"non-readers cut by the server: {s['slow_cut']} of {args.slow}; "
           f"trainings: {s['runs']} runs started, {s['queued']} queued first; first open of the readers "
           f"p50 / p95 {pct(s['open'], .5):.2f} / {pct(s['open'], .95):.2f} s")
     print(f"the server, once the last session ended: {s['server_said']}")
-    for line in s["failed"][:5]:
+    for line in [f for f in s["failed"] if BUSY not in f][:5]:
         print(f"  failed: {line}")
     for line in sorted(set(s["errors"]))[:5]:
         print(f"  ended early: {line}")

@@ -21,6 +21,7 @@ import struct
 import zipfile
 from pathlib import PurePosixPath
 
+from . import budget
 from .errors import InputError
 
 MAX_ZIP_MEMBERS = 16           # a checkpoint zip holds 2 or 3 files
@@ -55,6 +56,7 @@ def zip_members(name: str, data: bytes, wanted: tuple[str, ...], limit: int) -> 
             if twice:
                 raise InputError("upload.zip_duplicate", f"{name} holds {twice[0]} more than once", name=name,
                                  file=twice[0])
+            budget.admit(limit, "unpacking an upload")  # the server-wide memory budget: all it may inflate to
             out, left = {}, limit
             for info, member in zip(infos, names):
                 out[member] = _read_member(zf, info, left, name)

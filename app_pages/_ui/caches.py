@@ -13,6 +13,8 @@ from collections.abc import Callable
 
 import numpy as np
 
+from viz_core import budget
+
 
 def nbytes(value) -> int:
     """The bytes of the numpy arrays (and torch tensors) a value holds: through dataclasses, tuples, lists, dicts."""
@@ -50,6 +52,15 @@ class ByteBoundedCache:
             self.items.clear()
         return freed
 
+    def shrink(self, keep: float) -> int:
+        """Drop the least recently used entries until at most `keep` (a fraction) of the bytes are left; returns
+        the bytes dropped."""
+        with self.lock:
+            before = self.used
+            while self.items and self.used > keep * before:
+                self.used -= self.items.popitem(last=False)[1][1]
+            return before - self.used
+
     def get(self, key, compute: Callable[[], object]):
         with self.lock:
             if key in self.items:
@@ -62,8 +73,11 @@ class ByteBoundedCache:
                 return self.items[key][0]
             self.items[key] = (value, size)
             self.used += size
-            while len(self.items) > 1 and self.used > self.budget:
-                self.used -= self.items.popitem(last=False)[1][1]
+            over = budget.excess()  # the server's memory budget: past it, older entries make room for this one
+            while len(self.items) > 1 and (self.used > self.budget or over > 0):
+                dropped = self.items.popitem(last=False)[1][1]
+                self.used -= dropped
+                over -= dropped
         return value
 
 

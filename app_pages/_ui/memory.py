@@ -15,6 +15,9 @@ memory back: the server returns to about its warmed-up size instead of keeping t
 where the memory is then (`report()`): the caches it emptied, glibc's heap (in use, free but kept), Python objects and
 modules.
 
+Under the server-wide memory budget (viz_core.budget), the same steps relieve the pressure before a request is
+refused: a collection and trim, then the older half of every shared cache, then the rest (registered below).
+
 glibc tuned for a server (`tune_malloc()`, at server start): few arenas, and every block of 1 MB or more in a mapping
 of its own, so a freed array goes back to the system. Before, the worst class (bench/bench_worst_class.py) left the
 server 450 MB above its warmed-up size after everyone had gone, held as free memory in glibc's arenas.
@@ -37,6 +40,8 @@ import time
 
 from streamlit.logger import get_logger
 
+from viz_core import budget
+from viz_core.budget import rss_bytes
 from viz_core.settings import env_int
 
 _log = get_logger(__name__)  # Streamlit's: its handler and level (logger.level, "info" by default)
@@ -52,15 +57,6 @@ _FALLBACK_RUNS = 20        # without /proc: collect every this many runs
 _watching = threading.Event()
 _armed = threading.Event()  # set once the warm-up has frozen what lives as long as the server (see arm())
 ARM_AFTER_S = 60.0         # ... or this long after the watcher started, should the warm-up never finish
-
-
-def rss_bytes() -> int:
-    """This process's resident set size in bytes, or 0 where /proc is not available (not Linux)."""
-    try:
-        with open("/proc/self/statm", "rb") as f:
-            return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
-    except (OSError, ValueError, IndexError):
-        return 0
 
 
 def _malloc_trim():
@@ -125,7 +121,8 @@ def report(freed: dict[str, int] | None = None) -> dict[str, int]:
     Python's tracked objects (a count), and the bytes of each emptied cache if `freed` is given."""
     out = {"rss": rss_bytes(), "warm": _warm, **{f"heap_{k}": v for k, v in heap().items()},
            **{f"resident_{k}": v for k, v in resident().items()},
-           "python_objects": len(gc.get_objects()), "modules": len(sys.modules)}
+           "python_objects": len(gc.get_objects()), "modules": len(sys.modules),
+           "budget": budget.limit_bytes(), "refused": budget.refusals[0]}
     return out | {f"emptied_{k}": v for k, v in (freed or {}).items()}
 
 
@@ -136,8 +133,30 @@ def describe(r: dict[str, int]) -> str:
     return (f"RSS {mb('rss')} (warmed up: {mb('warm')}): files {mb('resident_files')}, main heap "
             f"{mb('resident_main_heap')}, anonymous {mb('resident_anonymous')}; heap: in use {mb('heap_in_use')}, "
             f"free but kept {mb('heap_free')}, own mappings {mb('heap_mapped')}; "
-            f"{r['python_objects']:,} Python objects, {r['modules']:,} modules"
+            f"{r['python_objects']:,} Python objects, {r['modules']:,} modules; budget {mb('budget')}, "
+            f"{r.get('refused', 0):,} requests refused"
             + (f"; caches emptied: {emptied}" if emptied else ""))
+
+
+def _shared_caches():
+    from .caches import ByteBoundedCache
+    return list(ByteBoundedCache.every)
+
+
+def shed_older_half() -> int:
+    """Drop the least recently used half (by bytes) of every shared result cache, then release(); returns the RSS."""
+    for cache in _shared_caches():
+        cache.shrink(0.5)
+    return release()
+
+
+def shed_all() -> int:
+    """Empty every shared result cache and st.cache_data, then release(); returns the RSS."""
+    import streamlit as st
+    for cache in _shared_caches():
+        cache.clear()
+    st.cache_data.clear()
+    return release()
 
 
 def idle_release() -> dict[str, int]:
@@ -146,8 +165,7 @@ def idle_release() -> dict[str, int]:
     them then, and the next visitor computes what they ask for, as the first visitor of a day does."""
     import streamlit as st
 
-    from .caches import ByteBoundedCache
-    freed = {"results and figures": sum(cache.clear() for cache in list(ByteBoundedCache.every))}
+    freed = {"results and figures": sum(cache.clear() for cache in _shared_caches())}
     st.cache_data.clear()
     with _lock:
         global _baseline
@@ -229,3 +247,8 @@ def _watch() -> None:
             arm()
         with _lock:
             _baseline = release()
+
+
+budget.on_pressure(release)           # cheapest first: what is garbage already
+budget.on_pressure(shed_older_half)   # then what the class has not asked for lately
+budget.on_pressure(shed_all)

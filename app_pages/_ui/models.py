@@ -21,7 +21,7 @@ import streamlit as st
 from viz_core.pretrained import bert_numpy
 from viz_core.pretrained.result import AttentionResult
 from viz_core.pretrained.policy import ModelPolicy
-from viz_core import cancel, priority
+from viz_core import budget, cancel, priority
 from viz_core.settings import env_int
 
 from .caches import ByteBoundedCache
@@ -132,14 +132,14 @@ def default_model() -> pretrained.LoadedModel:
     return model("")
 
 
-ATTENTION_CACHE_BYTES = 100 * 2**20  # keeps one 512-token result (75 MB) or hundreds of short ones
+ATTENTION_CACHE_MB = 400  # ATTN_ATTENTION_CACHE_MB: five 512-token results (75 MB each) or thousands of short ones
 QKV_CACHE_BYTES = 32 * 2**20         # Q, K, V and weights of one layer: 15 MB at 512 tokens, 0.2 MB for a sentence
 QK_CACHE_BYTES = 48 * 2**20          # the query-key map's sentences: q and k of every layer, 17 MB for MiniLM's 100
 
 
 @st.cache_resource(show_spinner=False)
 def _attention_cache() -> ByteBoundedCache:
-    return ByteBoundedCache(ATTENTION_CACHE_BYTES)
+    return ByteBoundedCache(env_int("ATTN_ATTENTION_CACHE_MB", ATTENTION_CACHE_MB) * 2**20)
 
 
 @st.cache_resource(show_spinner=False)
@@ -175,12 +175,14 @@ def heavy(long: bool = False):
     computing at the same moment wait their turn instead of holding 2 GB together and each taking twenty times
     as long. Two passes at once with two threads each would put four threads on two cores: a pass that starts
     while another runs takes one thread (Gemma at 20 tokens: 122 ms of CPU with one thread, 172 ms with two).
-    While it runs, trainings wait before their next step (viz_core.priority)."""
+    While it runs, trainings wait before their next step (viz_core.priority). When its turn comes, the server-wide
+    memory budget must hold budget.COMPUTATION_BYTES more, else viz_core.budget.ServerBusy (an InputError)."""
     if "torch" in sys.modules:
         cancel.watch_torch()  # a model pass of a visitor who left stops between modules
     lane = _long_gate.turn(cancel.check) if long else contextlib.nullcontext()
     with lane, _gate.turn(cancel.check), priority.foreground():
         cancel.check()
+        budget.admit(budget.COMPUTATION_BYTES, "a model computation")  # the server-wide memory budget
         with _active_lock:
             _active[0] += 1
             threads = max(1, _CORES // _active[0])

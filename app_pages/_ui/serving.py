@@ -14,7 +14,8 @@ hold, applied as ASGI middleware on the st.App that `streamlit run app.py` serve
   is read. The server-wide budget is shared fairly in time: a body that stops arriving for UPLOAD_STALL_SECONDS
   is cut (HTTP 408) and its share given back, a page drops a file from the store as soon as it has read it
   (`forget_uploads`), and the reaper drops any file held longer than ATTN_UPLOAD_HOLD_S, so an idle visitor, or
-  one who uploads and never lets a page read it, cannot keep others' uploads out.
+  one who uploads and never lets a page read it, cannot keep others' uploads out. An upload that would take the
+  server past its memory budget (viz_core.budget) is refused with HTTP 503 before its body is read.
 
 - **Ended sessions.** A closed tab's session is kept for server.disconnectedSessionTTL (120 s) so that a browser
   can reconnect to it. Streamlit then only forgets it the next time another session is stored, and never shuts it
@@ -34,6 +35,7 @@ import re
 import threading
 import time
 
+from viz_core import budget
 from viz_core.settings import env_float, env_int
 
 _log = logging.getLogger(__name__)
@@ -164,6 +166,11 @@ class UploadLimit:
             return await self.app(scope, receive, send)
         session_id = match.group(1)
         size = _content_length(scope) or self._max_file()
+        try:  # the server-wide memory budget (it may collect first: not on the event loop)
+            await asyncio.to_thread(budget.admit, size, "an upload")
+        except budget.ServerBusy:
+            await _discard_body(receive, self._max_file() + 2**20)
+            return await _refuse(send, BUSY, status=503)
         refusal = self._admit(session_id, match.group(2), size)
         if refusal:
             await _discard_body(receive, self._max_file() + 2**20)  # so the client reads a clean 413, not a reset
@@ -322,9 +329,12 @@ async def _discard_body(receive, limit: int) -> None:
             return
 
 
-async def _refuse(send, why: str) -> None:
+BUSY = "the server is busy (its memory budget is spent): try again in a minute"
+
+
+async def _refuse(send, why: str, status: int = 413) -> None:
     body = f"Upload refused: {why}.".encode()
-    await send({"type": "http.response.start", "status": 413,
+    await send({"type": "http.response.start", "status": status,
                 "headers": [(b"content-type", b"text/plain; charset=utf-8"),
                             (b"content-length", str(len(body)).encode())]})
     await send({"type": "http.response.body", "body": body})

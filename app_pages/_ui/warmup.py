@@ -52,8 +52,12 @@ def _warm(texts: tuple[str, ...]) -> None:
 
         from . import models
 
-        for text in texts:  # the packaged model in numpy: the Attention page's first heatmap needs no torch
-            models.attention("", text)
+        from viz_core.budget import ServerBusy
+        try:
+            for text in texts:  # the packaged model in numpy: the Attention page's first heatmap needs no torch
+                models.attention("", text)
+        except ServerBusy as exc:  # a budget smaller than the server itself: every visitor will read "busy"
+            logging.getLogger(__name__).warning("warm-up: %s (ATTN_MEMORY_BUDGET_MB)", exc)
         from viz_core.pretrained import packaged
         packaged.start_all()  # the packaged decoders' one-time conversion, each in a process of its own
         from viz_core.plots import attention as _plots  # noqa: F401 - plotly's import, before the first figure

@@ -35,8 +35,10 @@ HOLD_S = 8  # ATTN_UPLOAD_HOLD_S of this server: an upload no page has read is d
 
 @pytest.fixture(scope="module")
 def server():
+    # the shared attention cache at 100 MB (one 512-token result and its neighbours): what one visitor's long
+    # sentences may fill of it is a setting; the test bounds what grows besides it
     env = {"STREAMLIT_SERVER_DISCONNECTED_SESSION_TTL": str(TTL_S), "ATTN_MAX_UPLOADS_TOTAL_MB": "3",
-           "ATTN_UPLOAD_HOLD_S": str(HOLD_S)}
+           "ATTN_UPLOAD_HOLD_S": str(HOLD_S), "ATTN_ATTENTION_CACHE_MB": "100"}
     with streamlit_server(env) as (url, proc):
         yield url, proc
 

@@ -27,6 +27,7 @@ import torch
 import torch.nn.functional as F
 
 from ..device import DeviceBatches, autocast, memory_budget, pick_device, precision
+from .. import budget
 from ..errors import InputError
 from ..export import write_files
 from .induction import half_losses, head_scores, repeated_tokens, scattered_repeats, typed_symbols
@@ -130,13 +131,16 @@ def check_fits(train_cfg: LMTrainConfig, model_cfg: LMConfig | None = None, limi
     (default: what one run may use on the device it would train on, viz_core.device.memory_budget)."""
     if model_cfg is None:
         model_cfg = default_model_config(train_cfg, _vocab_size(train_cfg.task))
+    device = pick_device(train_cfg.force_cpu)
     if limit is None:
-        limit = memory_budget(pick_device(train_cfg.force_cpu))
+        limit = memory_budget(device)
     need = estimate_memory(model_cfg, train_cfg.batch_size, sequence_length(train_cfg))
     if need > limit:
         raise InputError("lm.too_big", f"this run needs about {need / 2**20:.0f} MiB, more than the "
                          f"{limit / 2**20:.0f} MiB a run may use here; choose a smaller size or batch",
                          need=f"{need / 2**20:.0f}", limit=f"{limit / 2**20:.0f}")
+    if device.type == "cpu":  # a run on the CPU takes the server's memory: the server-wide budget must hold it
+        budget.admit(need, "a training")
     return _parameter_count(tuple(sorted(model_cfg.to_dict().items()))), need
 
 

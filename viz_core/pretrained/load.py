@@ -20,6 +20,7 @@ import torch
 
 from .result import DEFAULT_MODEL, DISPLAY_TOKEN_LIMIT, MAX_CHARS, QKV, AttentionResult, clean_text  # noqa: F401
 from .result import max_word_chars_of, unknown_causes
+from .. import budget
 from ..errors import InputError
 from ..hooks import thread_hooks
 from . import catalog, packaged
@@ -196,6 +197,12 @@ def _cached_snapshot(repo_id: str) -> Path:
     return Path(snapshot_download(repo_id, local_files_only=True))
 
 
+def _weights_bytes(folder: Path) -> int:
+    """The bytes of a folder's safetensors weights: about what the model holds once loaded (the loader keeps
+    their dtype)."""
+    return sum(f.stat().st_size for f in folder.glob("*.safetensors"))
+
+
 def _load_folder(display: str, path: str) -> LoadedModel:
     from transformers import AutoConfig, AutoTokenizer
     stage = "config"
@@ -206,6 +213,7 @@ def _load_folder(display: str, path: str) -> LoadedModel:
         tokenizer = packaged_tokenizer(path) if decoder is not None else AutoTokenizer.from_pretrained(
             path, trust_remote_code=False, local_files_only=True)
         stage = "model"
+        budget.admit(_weights_bytes(Path(path)), "loading a model")  # the server-wide memory budget
         model, lm_head = _load_weights(path, config, half_embedding=decoder is not None)
     except InputError:
         raise

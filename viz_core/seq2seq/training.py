@@ -26,6 +26,7 @@ import torch
 import torch.nn.functional as F
 
 from ..device import CPU_RUN_BYTES, DeviceBatches, autocast, memory_budget, pick_device, precision
+from .. import budget
 from ..errors import InputError
 from ..export import write_files, zip_bytes
 from .model import ModelConfig, Seq2SeqTransformer, capture_names, count_parameters
@@ -127,14 +128,17 @@ def check_fits(task: Task, model_cfg: ModelConfig, train_cfg: TrainConfig,
                limit: int | None = None) -> tuple[int, int]:
     """(parameters, estimated bytes) of a run; raises InputError with the reason when it would not fit in `limit`
     bytes (default: what one run may use on the device it would train on, viz_core.device.memory_budget)."""
+    device = pick_device(train_cfg.force_cpu)
     if limit is None:
-        limit = memory_budget(pick_device(train_cfg.force_cpu))
+        limit = memory_budget(device)
     cfg = fit_config(task, model_cfg)
     need = estimate_memory(cfg, train_cfg.batch_size, task.max_src_len, task.max_tgt_len + 1)
     if need > limit:
         raise InputError("train.too_big", f"this configuration needs about {need / 2**20:.0f} MiB, more than the "
                          f"{limit / 2**20:.0f} MiB a run may use; make the model or the batch smaller",
                          need=f"{need / 2**20:.0f}", limit=f"{limit / 2**20:.0f}")
+    if device.type == "cpu":  # a run on the CPU takes the server's memory: the server-wide budget must hold it
+        budget.admit(need, "a training")
     return _parameter_count(cfg), need
 
 
@@ -677,7 +681,8 @@ def checkpoint_zip(t: Translator, dtype: str = "float32") -> bytes:
 
 
 def load_checkpoint(path: str | Path) -> Translator:
-    """A checkpoint directory (model.safetensors + config.json) or a .zip of it -> Translator."""
+    """A checkpoint directory (model.safetensors + config.json) or a .zip of it -> Translator. The server's own
+    files (the shipped models, loaded once per server): outside the memory budget, as the pages' code is."""
     path = Path(path)
     if path.is_dir():
         files = {p.name: p.read_bytes() for p in path.iterdir() if p.name in (WEIGHTS, CONFIG, SNAPSHOTS)}
@@ -685,7 +690,7 @@ def load_checkpoint(path: str | Path) -> Translator:
         files = read_upload([(path.name, path.read_bytes())])
     else:
         raise InputError("train.ckpt_missing", f"no checkpoint at {path}", names=f"{CONFIG}, {WEIGHTS}")
-    return load_checkpoint_files(files)
+    return load_checkpoint_files(files, budgeted=False)
 
 
 MAX_UPLOADS = 4  # files in one upload: a zip, or config.json + model.safetensors (+ snapshots.safetensors)
@@ -728,8 +733,9 @@ def read_upload(uploads) -> dict[str, bytes]:
     return files
 
 
-def load_checkpoint_files(files: dict[str, bytes]) -> Translator:
-    """Validate and load {file name: bytes}. Every problem raises InputError saying what is wrong.
+def load_checkpoint_files(files: dict[str, bytes], budgeted: bool = True) -> Translator:
+    """Validate and load {file name: bytes}. Every problem raises InputError saying what is wrong. budgeted: the
+    model must fit in the server-wide memory budget too (viz_core.budget; ServerBusy), as a visitor's upload must.
 
     Nothing is built before the config has been checked (types, ranges, the memory a model of its size needs,
     the same budget as the Train tab), and no weight is read before the safetensors header has been compared
@@ -748,6 +754,8 @@ def load_checkpoint_files(files: dict[str, bytes]) -> Translator:
     if need > MEMORY_LIMIT_BYTES:
         raise InputError("train.ckpt_too_big", f"its model needs about {need / 2**20:.0f} MiB",
                          need=f"{need / 2**20:.0f}", limit=f"{MEMORY_LIMIT_BYTES / 2**20:.0f}")
+    if budgeted:
+        budget.admit(need, "an uploaded model")
     expected = _expected_shapes(model_cfg)
     _check_header(safetensors_header(files[WEIGHTS], WEIGHTS), expected)
     with unseeded():  # initial weights that the checkpoint's replace
