@@ -31,13 +31,23 @@ def memory(monkeypatch):
 
 def test_the_budget_setting(monkeypatch):
     monkeypatch.delenv("ATTN_MEMORY_BUDGET_MB", raising=False)
+    assert budget.limit_bytes() == int(0.75 * budget.machine_bytes())  # three quarters of what the server may use
+    monkeypatch.setattr(budget, "machine_bytes", lambda: 2048 * MB)   # a 2 GB machine
+    assert budget.limit_bytes() == 1536 * MB
+    monkeypatch.setattr(budget, "machine_bytes", lambda: 0)           # nothing readable
     assert budget.limit_bytes() == budget.DEFAULT_MB * MB == 1536 * MB
     monkeypatch.setenv("ATTN_MEMORY_BUDGET_MB", "900")
     assert budget.limit_bytes() == 900 * MB
     monkeypatch.setenv("ATTN_MEMORY_BUDGET_MB", "lots")
-    assert budget.limit_bytes() == budget.DEFAULT_MB * MB
+    assert budget.limit_bytes() == 1536 * MB
     monkeypatch.setenv("ATTN_MEMORY_BUDGET_MB", "0")  # off: everything fits
     assert budget.limit_bytes() == 0 and budget.excess(10**15) == 0
+
+
+def test_the_memory_the_server_may_use_is_read_from_the_machine():
+    with open("/proc/meminfo") as f:
+        total = int(next(line for line in f if line.startswith("MemTotal:")).split()[1]) * 1024
+    assert 0 < budget.machine_bytes() <= total
 
 
 def test_the_resident_size_is_read_from_proc():

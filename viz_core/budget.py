@@ -10,12 +10,14 @@ shared result caches, then the rest of them), each followed by a new reading. If
 `admit` raises ServerBusy, which a page shows as "the server is busy, try again in a minute". Work already admitted
 is never stopped: the budget refuses new heavy work, it does not take memory back from running work.
 
-The default, DEFAULT_MB, is for a machine of 2 GB: the rest is the system's, and the transient peaks of work
-already admitted. ATTN_MEMORY_BUDGET_MB=0 switches the budget off. Where /proc cannot be read (not Linux) the
-resident size reads as 0, so everything fits.
+The default is three quarters of the memory the server may use (`machine_bytes`: its container's limit, else the
+machine's): 1,536 MB on a 2 GB machine, where the rest is the system's and the transient peaks of work already
+admitted. ATTN_MEMORY_BUDGET_MB sets it in MB; 0 switches the budget off. Where neither can be read (not Linux) the
+default is DEFAULT_MB, and the resident size reads as 0, so everything fits.
 """
 from __future__ import annotations
 
+import functools
 import logging
 import os
 import threading
@@ -26,7 +28,8 @@ from .errors import InputError
 
 log = logging.getLogger(__name__)
 
-DEFAULT_MB = 1536          # ATTN_MEMORY_BUDGET_MB: the server's resident memory, all sessions together
+SHARE = 0.75               # the default budget's share of the memory the server may use (machine_bytes)
+DEFAULT_MB = 1536          # the default where that memory cannot be read: a 2 GB machine's share
 COMPUTATION_BYTES = 96 * 2**20  # what a model computation may need while it runs (MiniLM at 512 tokens: ~100 MB
 #                                 at its peak, of which the result stays; Gemma at 200 tokens: ~60 MB)
 RELIEF_EVERY_S = 1.0       # relievers run at most this often: a crowd of refused requests does not collect 30 times
@@ -49,14 +52,40 @@ class ServerBusy(InputError):
 
 
 def limit_bytes() -> int:
-    """The budget in bytes from ATTN_MEMORY_BUDGET_MB (DEFAULT_MB when unset or not a whole number); 0 = off."""
+    """The budget in bytes: ATTN_MEMORY_BUDGET_MB (0 = off), else SHARE of machine_bytes() (DEFAULT_MB where it
+    cannot be read)."""
     raw = os.environ.get("ATTN_MEMORY_BUDGET_MB", "").strip()
+    if raw:
+        try:
+            return max(0, int(raw)) * 2**20
+        except ValueError:
+            log.warning("ATTN_MEMORY_BUDGET_MB=%r is not a whole number; using the default", raw)
+    machine = machine_bytes()
+    return int(SHARE * machine) if machine else DEFAULT_MB * 2**20
+
+
+@functools.lru_cache(maxsize=1)
+def machine_bytes() -> int:
+    """The memory this server may use: its cgroup's limit (v2 memory.max, v1 memory.limit_in_bytes) where one is set
+    below the machine's, else the machine's (MemTotal); 0 where none can be read."""
+    total = 0
     try:
-        mb = int(raw) if raw else DEFAULT_MB
-    except ValueError:
-        log.warning("ATTN_MEMORY_BUDGET_MB=%r is not a whole number; using %d", raw, DEFAULT_MB)
-        mb = DEFAULT_MB
-    return max(0, mb) * 2**20
+        with open("/proc/meminfo") as f:
+            for line in f:
+                if line.startswith("MemTotal:"):
+                    total = int(line.split()[1]) * 1024
+                    break
+    except (OSError, ValueError, IndexError):
+        pass
+    for path in ("/sys/fs/cgroup/memory.max", "/sys/fs/cgroup/memory/memory.limit_in_bytes"):
+        try:
+            with open(path) as f:
+                raw = f.read().strip()
+        except OSError:
+            continue
+        if raw.isdigit() and (not total or int(raw) < total):  # "max", or v1's "no limit" (2^63 - a page)
+            return int(raw)
+    return total
 
 
 def rss_bytes() -> int:
