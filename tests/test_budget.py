@@ -3,8 +3,6 @@ allocation that asks it first (model computations, the shared caches, uploads an
 uploaded models, loading a model). The resident size is faked where a test needs the server to be full."""
 from __future__ import annotations
 
-import io
-import zipfile
 from pathlib import Path
 
 import numpy as np
@@ -167,17 +165,10 @@ def test_an_upload_is_refused_with_503_before_its_body_is_read_when_the_server_i
     assert not limit._in_flight  # the refused one was never counted as in flight
 
 
-def _zip(members: dict[str, bytes]) -> bytes:
-    buf = io.BytesIO()
-    with zipfile.ZipFile(buf, "w", zipfile.ZIP_DEFLATED) as zf:
-        for name, data in members.items():
-            zf.writestr(name, data)
-    return buf.getvalue()
-
-
 def test_an_upload_is_unpacked_only_within_the_budget(memory):
+    from viz_core.export import zip_bytes
     from viz_core.uploads import zip_members
-    data = _zip({"config.json": b"{}"})
+    data = zip_bytes({"config.json": b"{}"})
     assert zip_members("c.zip", data, ("config.json",), 10 * MB) == {"config.json": b"{}"}
     memory[0] = 995 * MB  # the 10 MB it may inflate to do not fit
     with pytest.raises(budget.ServerBusy):

@@ -150,12 +150,17 @@ def shed_older_half() -> int:
     return release()
 
 
-def shed_all() -> int:
-    """Empty every shared result cache and st.cache_data, then release(); returns the RSS."""
+def _empty_caches() -> int:
+    """Empty every shared result cache and st.cache_data; returns the bytes the result caches were counted as."""
     import streamlit as st
-    for cache in _shared_caches():
-        cache.clear()
+    freed = sum(cache.clear() for cache in _shared_caches())
     st.cache_data.clear()
+    return freed
+
+
+def shed_all() -> int:
+    """Empty every shared cache (_empty_caches), then release(); returns the RSS."""
+    _empty_caches()
     return release()
 
 
@@ -163,10 +168,7 @@ def idle_release() -> dict[str, int]:
     """Empty the shared caches (every ByteBoundedCache: results and figures; st.cache_data), collect, give the heap
     back; returns report() with the bytes the caches were counted as. For when no session is left: nobody shares
     them then, and the next visitor computes what they ask for, as the first visitor of a day does."""
-    import streamlit as st
-
-    freed = {"results and figures": sum(cache.clear() for cache in _shared_caches())}
-    st.cache_data.clear()
+    freed = {"results and figures": _empty_caches()}
     with _lock:
         global _baseline
         _baseline = release()
