@@ -57,6 +57,8 @@ class Run:
     n_refs: int = 0                 # messages the server sent as references to this session's cache
     started: bool = False           # its new_session arrived
     fragment_ids: tuple = ()        # the fragments a fragment run redraws
+    charts_at: list = field(default_factory=list)  # perf_counter when each chart arrived, in order (the plotly.js
+    #                                                preloader of a session's first run is not a chart)
 
     @property
     def latency(self) -> float | None:
@@ -84,6 +86,7 @@ class Element:
 # its plotly.js preloader is a bidi_component too)
 CHART_TYPES = ("plotly_chart", "bidi_component")
 CHART_COMPONENT = "attention_explorer_chart"
+PRELOAD_KEY = "ae_plotly_preload"  # app_pages/_ui/chart.py: the hidden element that starts loading plotly.js
 
 
 @dataclass
@@ -336,6 +339,8 @@ class Session:
             if etype:
                 path = tuple(msg.metadata.delta_path)
                 element = Element(etype, getattr(el, etype), msg.delta.fragment_id, run)
+                if etype in CHART_TYPES and not element.id.endswith(PRELOAD_KEY):
+                    run.charts_at.append(time.perf_counter())
                 if run.kind == "full":
                     self._fresh[path] = element  # `elements` stays the last whole page until this run ends
                 else:

@@ -148,6 +148,12 @@ def test_a_model_computation_is_refused_when_the_server_is_full(memory):
         with models.heavy():
             pytest.fail("the computation ran")
     assert models._active[0] == 0
+    memory[0] = 1000 * MB - budget.LONG_COMPUTATION_BYTES + 1  # room for a short computation, not a long one
+    with models.heavy():
+        pass
+    with pytest.raises(budget.ServerBusy):
+        with models.heavy(long=True):
+            pytest.fail("the long computation ran")
     memory[0] = 500 * MB
     with models.heavy(long=True):  # the refused request gave its places back: the next one runs
         pass

@@ -3,9 +3,12 @@ ablation, tiny GPT-2 / T5 through the model box, and the downloads."""
 from __future__ import annotations
 
 import io
+import threading
 
 import numpy as np
 import pytest
+
+import app_pages._ui as ui
 
 from tests.conftest import assert_clean, charts, run_page, widget
 from tests.test_page_attention import folders_allowed, tiny_folders
@@ -117,13 +120,82 @@ def test_the_packaged_model_answers_in_numpy_until_transformers_has_it(monkeypat
         raise AssertionError("the view asked for the transformers model")
 
     monkeypatch.setattr(models, "model", no_torch)
-    view.importance.clear()
-    view.attribution.clear()
-    r = view.importance("", "encoder", "A numpy-only sentence.", "", "", "self", "zero")
+    progress = []
+    r = view.importance_work("", "encoder", "A numpy-only sentence.", "", "", "self", "zero")(progress.append)
     assert r.shape == (6, 12) and r.metric == "self_cosine" and np.isfinite(r.effect).all()
-    a = view.attribution("", "encoder", "A numpy-only sentence.", "A second one.", "", 8)
+    assert progress and progress[-1] == 1.0
+    a = view.attribution_work("", "encoder", "A numpy-only sentence.", "A second one.", "", 8)(progress.append)
     assert a.metric == "pair_cosine" and len(a.tokens) == len(a.scores) == sum(a.lengths)
-    view.importance.clear()
-    view.attribution.clear()
     monkeypatch.setitem(models._packaged, "transformers", object())
     assert models.numpy_ablation() is None and models.numpy_attribution() is None
+
+def test_waiting_starts_again_a_flight_cancelled_for_a_visitor_who_left():
+    """Two visitors share a flight; the one it was started for leaves, so it stops with Cancelled. The one still
+    waiting (its own thread unmarked) gets the result of a new flight; a visitor who has left gets Cancelled."""
+    from viz_core import cancel
+    from viz_core.flights import Flights
+
+    flights, runs = Flights(), []
+
+    def work(progress):
+        runs.append(1)
+        if len(runs) == 1:
+            raise cancel.Cancelled("the visitor has gone")
+        progress(1.0)
+        return "map"
+
+    labels = lambda percent, seconds: f"{percent} % {seconds} s"  # noqa: E731
+    assert ui.wait_for(lambda: flights.get("k", work), labels) == "map" and runs == [1, 1]
+    runs.clear()
+    flights.clear()
+    cancel.request(threading.get_ident())
+    try:
+        with pytest.raises(cancel.Cancelled):
+            ui.wait_for(lambda: flights.get("k", work), labels)
+    finally:
+        cancel.clear()
+    assert runs == [1]
+
+
+def test_a_computation_takes_the_cores_other_computations_leave(monkeypatch):
+    """models.heavy gives its block the cores over the computations running, asked again each time (the numpy
+    ablation and attribution ask before each round of batches)."""
+    from app_pages._ui import models
+    from viz_core.pretrained import bert_numpy
+
+    monkeypatch.setattr(models, "_CORES", 4)
+    monkeypatch.setattr(bert_numpy.os, "cpu_count", lambda: 4)
+    monkeypatch.setenv("OPENBLAS_NUM_THREADS", "1")
+    assert bert_numpy.ablation_threads() == 4
+    with models.heavy(long=True):
+        assert bert_numpy.ablation_threads() == 4  # alone
+        with models._active_lock:
+            models._active[0] += 1  # another visitor's pass starts
+        try:
+            assert bert_numpy.ablation_threads() == 2
+        finally:
+            with models._active_lock:
+                models._active[0] -= 1
+        assert bert_numpy.ablation_threads() == 4
+    assert bert_numpy.ablation_threads() == 4 and models._active[0] == 0
+
+
+def test_only_long_computations_take_their_arrays_from_the_arenas(monkeypatch):
+    """models.heavy(long=True) raises glibc's mapping threshold while it runs (memory.computing) and puts it back
+    after; a short pass leaves it (under a class it would go up and down after every pass)."""
+    from app_pages._ui import memory, models
+
+    said = []
+    monkeypatch.setattr(memory, "_mallopt", [lambda param, value: said.append((param, value)) or 1])
+    monkeypatch.delenv("ATTN_MALLOC_MMAP_KB", raising=False)
+    monkeypatch.delenv("ATTN_MALLOC_BUSY_MMAP_KB", raising=False)
+    with models.heavy():
+        pass
+    assert said == []
+    with models.heavy(long=True):
+        assert said == [(memory._M_MMAP_THRESHOLD, memory.BUSY_MMAP_KB * 1024)]
+    assert said[1:] == [(memory._M_MMAP_THRESHOLD, memory.MMAP_KB * 1024)] and memory._computing[0] == 0
+    monkeypatch.setenv("ATTN_MALLOC_BUSY_MMAP_KB", "0")  # the operator's "off"
+    with models.heavy(long=True):
+        pass
+    assert len(said) == 2

@@ -378,3 +378,45 @@ def test_the_operators_malloc_settings_stay():
         pytest.skip("not glibc")
     said, _, arenas = malloc_probe(tune=True, env_extra={"MALLOC_ARENA_MAX": "8"})
     assert said == "{'arenas': False, 'mmap_threshold': True}" and arenas > 2, (said, arenas)
+
+
+COMPUTING_PROBE = """
+import sys, threading
+sys.path.insert(0, {root!r})
+import numpy as np
+from app_pages._ui import memory
+memory.tune_malloc()
+def mapped_while_held():
+    a = np.ones(20 * 2**20 // 8)  # 20 MB, written
+    return memory.heap()["mapped"] >= 20 * 2**20
+before = memory.rss_bytes()
+outside = mapped_while_held()
+inner_done, outer_may_end = threading.Event(), threading.Event()
+def other():  # a second computation that ends first: the threshold stays raised for the one still running
+    with memory.computing():
+        inner_done.set()
+        outer_may_end.wait()
+with memory.computing():
+    t = threading.Thread(target=other); t.start()
+    inner_done.wait()
+    inside = mapped_while_held()
+    outer_may_end.set(); t.join()
+    still = mapped_while_held()
+    blocks = [np.ones(20 * 2**20 // 8) for _ in range(3)]; del blocks  # 60 MB freed into the arenas
+after = mapped_while_held()
+print(outside, inside, still, after, (memory.rss_bytes() - before) // 2**20)
+"""
+
+
+def test_computations_reuse_the_arenas_and_give_the_memory_back():
+    """memory.computing(): while any computation runs, a 20 MB array comes from the arenas (no mapping of its own);
+    once the last one ends, large arrays get mappings again and what the computations freed is back with the system."""
+    if not memory.heap():
+        pytest.skip("not glibc")
+    code = COMPUTING_PROBE.format(root=str(Path(__file__).resolve().parents[1]))
+    env = {k: v for k, v in os.environ.items() if k not in ("MALLOC_ARENA_MAX", "MALLOC_MMAP_THRESHOLD_")}
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, env=env)
+    assert out.returncode == 0, out.stderr[-2000:]
+    outside, inside, still, after, kept = out.stdout.split()
+    assert (outside, inside, still, after) == ("True", "False", "False", "True"), out.stdout
+    assert int(kept) < 10, out.stdout

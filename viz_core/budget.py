@@ -32,6 +32,8 @@ SHARE = 0.75               # the default budget's share of the memory the server
 DEFAULT_MB = 1536          # the default where that memory cannot be read: a 2 GB machine's share
 COMPUTATION_BYTES = 96 * 2**20  # what a model computation may need while it runs (MiniLM at 512 tokens: ~100 MB
 #                                 at its peak, of which the result stays; Gemma at 200 tokens: ~60 MB)
+LONG_COMPUTATION_BYTES = 2 * COMPUTATION_BYTES  # a long one (every head's ablation, integrated gradients) runs its
+#                                 batches on every core side by side, each with a short pass's memory
 RELIEF_EVERY_S = 1.0       # relievers run at most this often: a crowd of refused requests does not collect 30 times
 
 _relievers: list[Callable[[], object]] = []

@@ -21,7 +21,9 @@ from streamlit.runtime.scriptrunner import get_script_run_ctx
 
 from viz_core import i18n
 from viz_core.learning.glossary import term as glossary_term  # (app_pages._ui.glossary is the view)
+from viz_core.cancel import Cancelled, requested as cancel_requested
 from viz_core.errors import InputError, report_unexpected
+from viz_core.flights import Flight
 from viz_core.plots.common import PLOTLY_CONFIG, PlayLabels
 
 from . import chart, state
@@ -576,6 +578,29 @@ def safe(fn, *args, **kw):
         # through, and their locals (an upload's bytes) with them
         exc.__traceback__ = exc.__context__ = exc.__cause__ = None
         return None, exc
+
+
+WAIT_REFRESH_S = 0.25  # how often a progress bar is redrawn while a flight runs
+WAIT_RETRIES = 3  # a flight started for a visitor who has since left is started again for this one
+
+
+def wait_for(flight: Callable[[], Flight], label: Callable[[int, int], str]) -> Any:
+    """The result of a computation that runs as a flight (viz_core.flights), with a progress bar while it runs:
+    label(percent done, seconds so far). A click meanwhile stops only this wait (the rerun finds the same flight and
+    waits on). Raises the computation's error (InputError for bad input); a flight cancelled because the visitor it
+    was started for left is started again."""
+    for attempt in range(WAIT_RETRIES):
+        running = flight()
+        if not running.wait(WAIT_REFRESH_S):  # a short computation never shows a bar
+            bar = st.empty()
+            while not running.wait(WAIT_REFRESH_S):
+                bar.progress(running.progress, text=label(round(100 * running.progress), round(running.elapsed_s)))
+            bar.empty()
+        try:
+            return running.value()
+        except Cancelled:
+            if cancel_requested() or attempt == WAIT_RETRIES - 1:
+                raise
 
 
 def download(label: str, data: bytes | str | Callable[[], bytes | str], file_name: str, mime: str,

@@ -1,10 +1,11 @@
 """The Attention page's "Which heads matter" view: head ablation map, head statistics, peaked-vs-important scatter,
-and token attribution (integrated gradients vs raw attention vs rollout). Cached per model name + input + method."""
+and token attribution (integrated gradients vs raw attention vs rollout). Kept per model name + input + method."""
 from __future__ import annotations
 
 import contextlib
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import streamlit as st
@@ -12,6 +13,7 @@ import streamlit as st
 import app_pages._ui as ui
 from viz_core import export
 from viz_core.errors import InputError
+from viz_core.flights import Flight, Flights, Progress
 from viz_core.pretrained import head_analysis
 from viz_core.plots import attention as attention_plots
 from viz_core.plots import importance as plots
@@ -38,34 +40,56 @@ class Input:
     part: str
 
 
-# ---------------------------------------------------------------- cached numbers
-@st.cache_data(show_spinner=False, max_entries=32)
-def importance(name: str, kind: str, text: str, pair: str, target: str, part: str, method: str) -> HeadImportance:
-    """All L x H ablations of one input (see viz_core.pretrained.ablation). The packaged model answers in numpy until
-    transformers has loaded it (the same numbers within 2e-6, tested): no torch in the server for it."""
+# ---------------------------------------------------------------- numbers
+# The map and the attribution take seconds on a long text: each runs as a flight (viz_core.flights), in a thread of
+# its own, so a click while it runs does not start it again; results are kept by input, shared by every visitor.
+_maps = Flights(keep=32)
+_attributions = Flights(keep=32)
+
+
+def importance_work(name: str, kind: str, text: str, pair: str, target: str, part: str,
+                    method: str) -> Callable[[Progress], HeadImportance]:
+    """All L x H ablations of one input (see viz_core.pretrained.ablation), as work(progress) for a flight; the
+    model is found here, in the page's thread. The packaged model answers in numpy until transformers has loaded it
+    (the same numbers within 2e-6, tested): no torch in the server for it. Raises InputError (an unknown model)."""
     numpy_ablation = models.numpy_ablation() if not name else None
     if numpy_ablation is not None:
-        with models.heavy(long=True):
-            return numpy_ablation.head_importance(text, pair or None, method=method)
+        def in_numpy(progress: Progress) -> HeadImportance:
+            with models.heavy(long=True):
+                return numpy_ablation.head_importance(text, pair or None, method=method, progress=progress)
+        return in_numpy
     from viz_core.pretrained.ablation import head_importance  # torch: imported when this view is opened, not with the page
 
     loaded = models.model(name)
-    with models.heavy(long=True):
-        return head_importance(loaded, text, pair or None, method=method, target=_target(kind, target), part=part)
+
+    def in_torch(progress: Progress) -> HeadImportance:
+        with models.heavy(long=True):
+            return head_importance(loaded, text, pair or None, method=method, target=_target(kind, target), part=part)
+    return in_torch
 
 
-@st.cache_data(show_spinner=False, max_entries=32)
-def attribution(name: str, kind: str, text: str, pair: str, target: str, steps: int) -> TokenAttribution:
-    """Integrated gradients per token (see viz_core.pretrained.attribution); the packaged model in numpy, as above."""
+def attribution_work(name: str, kind: str, text: str, pair: str, target: str,
+                     steps: int) -> Callable[[Progress], TokenAttribution]:
+    """Integrated gradients per token (see viz_core.pretrained.attribution) as work(progress) for a flight; the
+    packaged model in numpy, as above."""
     numpy_attribution = models.numpy_attribution() if not name else None
     if numpy_attribution is not None:
-        with models.heavy(long=True):
-            return numpy_attribution.token_attribution(text, pair or None, steps=steps)
+        def in_numpy(progress: Progress) -> TokenAttribution:
+            with models.heavy(long=True):
+                return numpy_attribution.token_attribution(text, pair or None, steps=steps, progress=progress)
+        return in_numpy
     from viz_core.pretrained.attribution import token_attribution  # torch: imported for another model only
 
     loaded = models.model(name)
-    with models.heavy(long=True):
-        return token_attribution(loaded, text, pair or None, steps=steps, target=_target(kind, target))
+
+    def in_torch(progress: Progress) -> TokenAttribution:
+        with models.heavy(long=True):
+            return token_attribution(loaded, text, pair or None, steps=steps, target=_target(kind, target))
+    return in_torch
+
+
+def _flight(flights: Flights, work: Callable[..., Callable[[Progress], Any]], *key) -> Flight:
+    return flights.lookup(key) or flights.get(key, work(*key))
 
 
 @st.cache_data(show_spinner=False, max_entries=32)
@@ -130,9 +154,11 @@ def draw(inp: Input, layer: int, head: int) -> None:
                         format_func=lambda v: t(f"importance.peak_{v}"))
     if inp.kind == "decoder":
         inp.target = ui.text(t("importance.next_token"), "inext", "", max_chars=50, container=c3).strip()
+    key = (inp.name, inp.kind, inp.text, inp.pair, inp.target, inp.part, method)
     try:
+        r = ui.wait_for(lambda: _flight(_maps, importance_work, *key),
+                        lambda percent, seconds: t("importance.progress_map", percent=percent, seconds=seconds))
         with st.spinner(t("importance.computing")):
-            r = importance(inp.name, inp.kind, inp.text, inp.pair, inp.target, inp.part, method)
             peak = peakedness(inp.name, inp.text, inp.pair, inp.target if inp.kind == "encoder-decoder" else "",
                               inp.part, stat)
     except InputError as exc:
@@ -176,9 +202,10 @@ def _draw_heads(r: HeadImportance, peak: np.ndarray, stat: str, layer: int, head
 def _draw_attribution(inp: Input) -> None:
     st.subheader(t("importance.attr_header"))
     steps = ui.select_slider(t("importance.steps"), STEPS, "isteps", 32)
+    key = (inp.name, inp.kind, inp.text, inp.pair, inp.target, steps)
     try:
-        with st.spinner(t("importance.computing")):
-            a = attribution(inp.name, inp.kind, inp.text, inp.pair, inp.target, steps)
+        a = ui.wait_for(lambda: _flight(_attributions, attribution_work, *key),
+                        lambda percent, seconds: t("importance.progress_attr", percent=percent, seconds=seconds))
     except InputError as exc:
         ui.show_error(exc)
         return

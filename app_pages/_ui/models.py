@@ -24,6 +24,7 @@ from viz_core.pretrained.policy import ModelPolicy
 from viz_core import budget, cancel, priority
 from viz_core.settings import env_int
 
+from . import memory
 from .caches import ByteBoundedCache
 
 if TYPE_CHECKING:
@@ -176,22 +177,30 @@ def heavy(long: bool = False):
     as long. Two passes at once with two threads each would put four threads on two cores: a pass that starts
     while another runs takes one thread (Gemma at 20 tokens: 122 ms of CPU with one thread, 172 ms with two).
     While it runs, trainings wait before their next step (viz_core.priority). When its turn comes, the server-wide
-    memory budget must hold budget.COMPUTATION_BYTES more, else viz_core.budget.ServerBusy (an InputError)."""
+    memory budget must hold budget.COMPUTATION_BYTES more (LONG_COMPUTATION_BYTES for a long one), else
+    viz_core.budget.ServerBusy (an InputError)."""
     if "torch" in sys.modules:
         cancel.watch_torch()  # a model pass of a visitor who left stops between modules
     lane = _long_gate.turn(cancel.check) if long else contextlib.nullcontext()
     with lane, _gate.turn(cancel.check), priority.foreground():
         cancel.check()
-        budget.admit(budget.COMPUTATION_BYTES, "a model computation")  # the server-wide memory budget
+        budget.admit(budget.LONG_COMPUTATION_BYTES if long else budget.COMPUTATION_BYTES,
+                     "a model computation")  # the server-wide memory budget
         with _active_lock:
             _active[0] += 1
             threads = max(1, _CORES // _active[0])
         try:
-            with _thread_budget(threads):
+            arenas = memory.computing() if long else contextlib.nullcontext()
+            with _thread_budget(threads), arenas, bert_numpy.cores_share(_cores_free):
                 yield
         finally:
             with _active_lock:
                 _active[0] -= 1
+
+
+def _cores_free() -> int:
+    """The cores a running computation may use now: the server's cores over the computations running."""
+    return max(1, _CORES // max(1, _active[0]))
 
 
 def _thread_budget(threads: int):

@@ -3,6 +3,10 @@ cell of the importance map and lands on that head in the one-head view. Screensh
 phone-sized, under artifacts/screenshots/importance_*.png."""
 from __future__ import annotations
 
+import re
+import time
+from urllib.parse import quote
+
 import pytest
 
 from tests.browser.conftest import (assert_no_exception, chosen, pick, picked, screenshot, switch_language, type_text,
@@ -10,6 +14,9 @@ from tests.browser.conftest import (assert_no_exception, chosen, pick, picked, s
 
 pytestmark = pytest.mark.browser
 CELLS = ".js-plotly-plot .scatterlayer .point"
+BAR = "[data-testid='stProgress']"
+WORDS = "the quick brown fox jumps over a lazy dog while seven curious cats watch it".split()
+LONG = " ".join(WORDS[i % len(WORDS)] for i in range(398))  # 400 tokens with [CLS] and [SEP]
 
 
 def _click_cell(page, layer: int, head: int, n_heads: int = 12) -> None:
@@ -55,3 +62,46 @@ def test_screenshots(open_page, lang, width):
     page.wait_for_timeout(800)
     assert_no_exception(page)
     screenshot(page, f"importance_{lang}_{width}")
+
+
+def _bar(page) -> tuple[str, int, int] | None:
+    """(what, percent, seconds) the progress bar says ("map" or "attribution"), or None when there is none."""
+    try:
+        said = page.locator(BAR).first.inner_text(timeout=1_000)
+    except Exception:  # noqa: BLE001 - gone between the count and the read
+        return None
+    found = re.search(r"(\d+) % done, (\d+) s", said)
+    what = "map" if "Knocking out" in said else "attribution"
+    return (what, int(found[1]), int(found[2])) if found else None
+
+
+def test_a_long_text_shows_its_map_first_with_progress_and_a_click_keeps_the_work(open_page, server_url):
+    """At 400 tokens: a progress bar while every head is knocked out, the map, then a second bar while integrated
+    gradients run. A click meanwhile (another statistic) reruns the page: the map is there at once (no bar), and the
+    attribution goes on where it was (its bar never goes back) and ends with its completeness check."""
+    page = open_page("/?lang=en")
+    page.goto(f"{server_url}/?lang=en&view=importance&text={quote(LONG)}", wait_until="domcontentloaded")
+    page.get_by_text("Knocking out every head in turn", exact=False).wait_for(timeout=120_000)
+    page.wait_for_selector(CELLS, timeout=120_000)
+    page.get_by_text("Integrated gradients along the path", exact=False).wait_for(timeout=120_000)
+    assert page.get_by_text("Completeness check", exact=False).count() == 0  # the map came first
+    before = None
+    while before is None or before[0] != "attribution" or before[2] < 3:  # 3 s into the attribution
+        before = _bar(page) or before
+        page.wait_for_timeout(100)
+    page.get_by_role("combobox", name="How peaked a head is", exact=True).click()
+    page.get_by_role("option", name="Entropy (bits)", exact=True).click()
+    seen, end = [], time.monotonic() + 3
+    while time.monotonic() < end and page.get_by_text("Completeness check", exact=False).count() == 0:
+        now = _bar(page)
+        if now is not None:
+            seen.append(now)
+        page.wait_for_timeout(100)
+    assert seen and {what for what, _, _ in seen} == {"attribution"}, (before, seen)  # the map was kept
+    assert min(sec for _, _, sec in seen) >= before[2], (before, seen)  # never a new computation's first seconds
+    assert min(pct for _, pct, _ in seen) >= before[1], (before, seen)
+    wait_done(page)
+    page.get_by_text("Completeness check", exact=False).wait_for(timeout=60_000)
+    assert page.locator(BAR).count() == 0
+    assert chosen(page, "How peaked a head is") == "Entropy (bits)"
+    assert_no_exception(page)

@@ -52,7 +52,7 @@ def test_chunks_add_up_to_one_batch(models, monkeypatch):
     na, _ = models
     whole = na.token_attribution("The cat sat on the mat.", "A dog.", steps=6)
     monkeypatch.setattr(attribution_numpy, "CHUNK_BYTES", 1)
-    assert na._chunks(8) == (1, True)  # one point at a time, each layer run again in the backward pass
+    assert na._chunks(8) == (1, attribution_numpy.KEEP_INPUTS)  # one point at a time, each layer run again
     one_by_one = na.token_attribution("The cat sat on the mat.", "A dog.", steps=6)
     np.testing.assert_allclose(one_by_one.scores, whole.scores, atol=1e-6)  # float32 sums of other batch sizes
     assert one_by_one.value == pytest.approx(whole.value, abs=1e-6)
@@ -60,9 +60,9 @@ def test_chunks_add_up_to_one_batch(models, monkeypatch):
 
 def test_chunk_size_bounds_long_inputs(models):
     na, _ = models
-    rows, again = zip(*(na._chunks(n) for n in (8, 24, 128, 300, 512)))
+    rows, keep = zip(*(na._chunks(n) for n in (8, 24, 128, 300, 512)))
     assert rows == tuple(sorted(rows, reverse=True)) and rows[-2:] == (1, 1) and rows[1] >= 17  # a sentence: 2 batches
-    assert again == (False, False, False, True, True)  # long inputs keep each layer's input only
+    assert keep == ("all", "all", "all", "no weights", "inputs")  # long inputs keep less, the longest their inputs
 
 
 @pytest.mark.parametrize("pair", [None, "Another, longer sentence here."])
@@ -119,3 +119,61 @@ def test_empty_text_is_an_input_error(models):
     with pytest.raises(InputError):
         models[0].token_attribution(" ", "a second text")
     assert models[0].token_attribution("ok", "\t", steps=2).lengths == (3,)  # a blank text B is no pair
+
+
+@pytest.mark.parametrize("threads", [2, 3])
+def test_path_points_side_by_side_add_up_to_one_thread(models, monkeypatch, threads):
+    """Chunks of path points run ablation_threads() at a time under the model's lock; the sums, f(x) and f(x') are
+    those of one thread, and progress rises to 1 after each round with the lock free."""
+    na, _ = models
+    monkeypatch.setattr(attribution_numpy, "CHUNK_BYTES", 1)  # one point per chunk: 8 chunks
+    monkeypatch.setattr(attribution_numpy, "ablation_threads", lambda: 1)
+    one = na.token_attribution("The cat sat on the mat.", "A dog.", steps=8)
+    monkeypatch.setattr(attribution_numpy, "ablation_threads", lambda: threads)
+    seen = []
+
+    def progress(share):
+        assert not na.bert._lock.locked()
+        seen.append(share)
+
+    many = na.token_attribution("The cat sat on the mat.", "A dog.", steps=8, progress=progress)
+    np.testing.assert_allclose(many.scores, one.scores, atol=1e-7, rtol=0)
+    assert (many.value, many.baseline_value) == (one.value, one.baseline_value)
+    assert len(seen) == -(-8 // threads) and seen == sorted(seen) and seen[-1] == 1.0
+
+
+@pytest.mark.parametrize("keep", [attribution_numpy.KEEP_NO_WEIGHTS, attribution_numpy.KEEP_INPUTS])
+def test_what_a_long_input_keeps_does_not_change_the_numbers(models, monkeypatch, keep):
+    """Without the attention weights (computed again from q and k) or with only each layer's input (the layer run
+    again), the gradients are those of a pass that kept everything."""
+    na, _ = models
+    monkeypatch.setattr(attribution_numpy, "ablation_threads", lambda: 1)
+    whole = na.token_attribution("The cat sat on the mat.", "A dog.", steps=6)
+    monkeypatch.setattr(na, "_chunks", lambda n: (1, keep))
+    kept_less = na.token_attribution("The cat sat on the mat.", "A dog.", steps=6)
+    assert np.abs(whole.scores).max() > 1e-2
+    np.testing.assert_allclose(kept_less.scores, whole.scores, atol=1e-6, rtol=0)
+
+
+def test_a_round_takes_only_the_cores_free_now(models, monkeypatch):
+    """bert_numpy.cores_share: the cores a computation may use are asked again before each round. Two cores, one
+    taken by another visitor's pass after the first round: the other 6 chunks run one at a time (7 rounds, not 4),
+    with the same numbers."""
+    na, _ = models
+    monkeypatch.setattr(attribution_numpy, "CHUNK_BYTES", 1)  # 8 chunks of one point
+    monkeypatch.setattr(bert_numpy.os, "cpu_count", lambda: 2)
+    monkeypatch.setenv("OPENBLAS_NUM_THREADS", "1")
+    free, seen = [2], []
+
+    def progress(share):
+        seen.append(share)
+        free[0] = 1
+
+    with bert_numpy.cores_share(lambda: free[0]):
+        assert attribution_numpy.ablation_threads() == 2
+        got = na.token_attribution("The cat sat on the mat.", "A dog.", steps=8, progress=progress)
+    assert len(seen) == 7 and seen[0] == 2 / 8 and seen[-1] == 1.0
+    assert attribution_numpy.ablation_threads() == 2  # the share ends with the block
+    monkeypatch.setenv("OPENBLAS_NUM_THREADS", "2")
+    want = na.token_attribution("The cat sat on the mat.", "A dog.", steps=8)  # one thread
+    np.testing.assert_allclose(got.scores, want.scores, atol=1e-7, rtol=0)

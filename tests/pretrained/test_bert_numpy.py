@@ -1,5 +1,7 @@
 """The packaged MiniLM run in numpy (viz_core.pretrained.bert_numpy) gives what transformers gives: the same tokens, special
 and segment masks, truncation and [UNK] counts, and attention weights equal within float32 rounding."""
+import threading
+
 import numpy as np
 import pytest
 import torch
@@ -214,3 +216,57 @@ def test_position_embeddings_equal_transformers(models):
     np.testing.assert_array_equal(got, pretrained.position_embeddings(hf))
     got[0, 0] += 1.0  # a copy: the model's weights stay as they are
     assert nb.w["embeddings.position_embeddings.weight"][0, 0] != got[0, 0]
+
+
+LONG_WORDS = "the quick brown fox jumps over a lazy dog while seven curious cats watch it".split()
+
+
+@pytest.mark.parametrize("threads", [1, 2, 3])
+def test_long_text_batches_side_by_side_land_in_the_same_rows(models, monkeypatch, threads):
+    """A long text's knocked batches run ablation_threads() at a time: every row where the single batch puts it,
+    for both methods, whatever the number of threads (3 does not divide the batches evenly)."""
+    ab = bert_numpy.NumpyAblation(models[0])
+    ids = ab.encode("The cat sat on the mat because it was tired.")
+    monkeypatch.setattr(bert_numpy.NumpyAblation, "MAX_BYTES", 1)  # one knocked row per thread and batch
+    monkeypatch.setattr(bert_numpy, "ablation_threads", lambda: threads)
+    for method in ("zero", "mean"):
+        want = ab._grown(ab.bert.embed(ids, [0] * len(ids)), np.arange(12), method)  # the single growing batch
+        got = ab._pooled_in_chunks(ids, method)
+        assert np.abs(want[1:] - want[0]).max() > 1e-3  # the rows differ: a row in the wrong place would show
+        np.testing.assert_allclose(got, want, atol=2e-6, rtol=0)
+
+
+def test_long_text_reports_progress_between_rounds_with_the_model_free(models, monkeypatch):
+    """progress(share) comes after each round, rising to 1, while the model's lock is free (another visitor's
+    pass can take its turn there); a pair's two texts share the scale (A 0..1/2, B 1/2..1)."""
+    ab = bert_numpy.NumpyAblation(models[0])
+    long = " ".join(LONG_WORDS[i % len(LONG_WORDS)] for i in range(198))
+    monkeypatch.setattr(bert_numpy, "ablation_threads", lambda: 2)
+    seen = []
+
+    def progress(share):
+        assert not ab.bert._lock.locked()
+        seen.append(share)
+
+    ab.head_importance(long, "A short text B.", progress=progress)
+    assert len(seen) > 6 and seen == sorted(seen) and seen[-1] == 1.0
+    assert 0.5 in seen and sum(s < 0.5 for s in seen) > 4  # A's rounds, then B (one growing batch)
+
+
+def test_long_text_stops_between_rounds_when_the_visitor_left(models, monkeypatch):
+    from viz_core import cancel
+
+    ab = bert_numpy.NumpyAblation(models[0])
+    long = " ".join(LONG_WORDS[i % len(LONG_WORDS)] for i in range(198))
+    seen = []
+
+    def leave(share):
+        seen.append(share)
+        cancel.request(threading.get_ident())
+
+    try:
+        with pytest.raises(cancel.Cancelled):
+            ab.head_importance(long, progress=leave)
+    finally:
+        cancel.clear()
+    assert len(seen) == 1  # the worker threads checked the page thread's mark

@@ -17,17 +17,23 @@ dx = r (dx_hat - mean(dx_hat) - x_hat mean(dx_hat x_hat)), dx_hat = dy g; GELU'(
 """
 from __future__ import annotations
 
+import contextlib
+from concurrent.futures import ThreadPoolExecutor
+
 import numpy as np
 
+from .. import cancel
 from ..cancel import check as check_cancelled
-from .bert_numpy import NumpyBert, _erf, cosine, in_blocks, softmax
+from .bert_numpy import NumpyBert, Progress, _erf, ablation_threads, cosine, in_blocks, softmax
 from .head_analysis import attention_received, reading_rows
 from .result import TokenAttribution, check_attribution, clean_text
 
 # what one chunk of path points may hold for its backward pass (float32): the saved weights of every layer, their
 # gradient and the FFN's activations (see NumpyAttribution._chunks). A sentence runs in 2 chunks; from about 200
-# tokens one point at a time, each layer run again in the backward pass.
+# tokens one point at a time; from about 270 its attention weights are computed again in the backward pass, past
+# about 470 each layer is run again.
 CHUNK_BYTES = 96 * 2**20
+KEEP_ALL, KEEP_NO_WEIGHTS, KEEP_INPUTS = "all", "no weights", "inputs"  # what a forward pass keeps for its backward
 
 
 class NumpyAttribution:
@@ -44,13 +50,14 @@ class NumpyAttribution:
 
     # ------------------------------------------------------------ the whole attribution
     def token_attribution(self, text: str, text_pair: str | None = None, method: str = "integrated_gradients",
-                          steps: int = 32) -> TokenAttribution:
-        """Integrated gradients per token of text (then text_pair), raw attention and rollout. Raises InputError."""
+                          steps: int = 32, progress: Progress | None = None) -> TokenAttribution:
+        """Integrated gradients per token of text (then text_pair), raw attention and rollout; progress(share) as
+        the path advances. Raises InputError."""
         check_attribution(method, steps)
         texts = [clean_text(text)] + ([clean_text(text_pair, "text_b")] if text_pair and text_pair.strip() else [])
         encodings = [self.bert.encode_alone(t) for t in texts]  # each text alone, as the ablation encodes it
         ids = [np.array(e.ids, dtype=np.int64) for e in encodings]  # each (N,)
-        scores, value, base = self.integrated_gradients(ids, steps)
+        scores, value, base = self.integrated_gradients(ids, steps, progress)
         tokens, special, segments, raws, rolls = [], [], [], [], []
         for seg, (enc, row) in enumerate(zip(encodings, ids)):
             spec = np.isin(row, self.special_ids)
@@ -67,60 +74,88 @@ class NumpyAttribution:
                                 metric="self_projection" if len(texts) == 1 else "pair_cosine", method=method,
                                 steps=steps, lengths=tuple(len(row) for row in ids))
 
-    def integrated_gradients(self, ids: list[np.ndarray], steps: int) -> tuple[np.ndarray, float, float]:
-        """(IG per token of every text, concatenated (N_A [+ N_B],), f(x), f(x')); the S path points and both ends
-        (a = 0, 1) run in chunks of rows whose saved activations stay under CHUNK_BYTES."""
+    def integrated_gradients(self, ids: list[np.ndarray], steps: int,
+                             progress: Progress | None = None) -> tuple[np.ndarray, float, float]:
+        """(IG per token of every text, concatenated (N_A [+ N_B],), f(x), f(x')). Both ends (a = 0, 1) run forward
+        only, as one batch of two rows (a single text's a = 1 row gives e_0 too); the S path points run forward and
+        backward in chunks of rows whose saved activations stay under CHUNK_BYTES, ablation_threads() chunks side by
+        side, progress(share) after each round."""
         b = self.bert
         words = [b.w["embeddings.word_embeddings.weight"][row] for row in ids]            # each (N, d)
         bases = [np.where(np.isin(row, self.special_ids)[:, None], x, self.baseline)
                  for row, x in zip(ids, words)]                                           # each (N, d)
+        ends = [(self._forward(np.stack([base, x]), KEEP_INPUTS)[0], None)                 # each ((2, N, d), -)
+                for x, base in zip(words, bases)]
         reference = None
         if len(ids) == 1:  # e_0 / |e_0|: the intact text's direction
-            e0 = self._forward(words[0][None], checkpoint=True)[0].mean(1)[0]              # (d,): no cache
+            e0 = ends[0][0][1].mean(0)                                                    # (d,)
             reference = e0 / max(float(np.linalg.norm(e0)), 1e-12)
-        alphas = np.concatenate([(np.arange(steps) + 0.5) / steps, [0.0, 1.0]]).astype(np.float32)  # (S + 2,)
-        rows, checkpoint = self._chunks(max(len(row) for row in ids))
+        f_ends = _score(ends, reference)[0]                                               # (2,): f(x'), f(x)
+        alphas = ((np.arange(steps) + 0.5) / steps).astype(np.float32)                     # (S,)
+        rows, keep = self._chunks(max(len(row) for row in ids))
         sums = [np.zeros_like(x, dtype=np.float64) for x in words]                        # each (N, d)
-        values = []
-        for start in range(0, len(alphas), rows):
-            a = alphas[start:start + rows, None, None]                                    # (C, 1, 1)
-            outs = [self._forward(base + a * (x - base), checkpoint)                        # each ((C, N, d), cache)
-                    for x, base in zip(words, bases)]
-            f, grads_out = _score(outs, reference)                                        # (C,), each (C, N, d)
-            on_path = start + np.arange(len(a)) < steps                                   # (C,)
-            for total, (_, cache), g in zip(sums, outs, grads_out):
-                total += self._backward(cache, g)[on_path].sum(0, dtype=np.float64)
-            values.append(f.astype(np.float64))
-        scores = [((x - base) * total / steps).sum(-1) for x, base, total in zip(words, bases, sums)]  # (N,) each
-        f = np.concatenate(values)                                                        # (S + 2,)
-        return np.concatenate(scores).astype(np.float32), float(f[-1]), float(f[-2])
+        owner = cancel.owner()
 
-    def _chunks(self, n: int) -> tuple[int, bool]:
-        """(path points per forward + backward, whether to recompute each layer in the backward pass instead of
-        keeping it). Per point and layer the backward pass reads about 3 (H, N, N) float32 arrays (the weights, their
-        gradient, one temporary) and 4 (N, d_ff) ones; when one point's layers together exceed CHUNK_BYTES (from
-        about 200 tokens), only each layer's input is kept and the layer runs again when its gradient is due: one
-        more forward pass (about a third more time), a sixth of the memory (a long input's peak 170 -> 60 MB)."""
+        def chunk(start: int) -> list[np.ndarray]:
+            """The gradient summed over this chunk's path points, per text (N, d)."""
+            with cancel.acting_for(owner):  # a worker stops when the page thread's visitor has gone
+                a = alphas[start:start + rows, None, None]                                # (C, 1, 1)
+                outs = [self._forward(base + a * (x - base), keep, lock=False)              # each ((C, N, d), cache)
+                        for x, base in zip(words, bases)]
+                _, grads_out = _score(outs, reference)                                    # each (C, N, d)
+                return [self._backward(cache, g, lock=False).sum(0, dtype=np.float64)
+                        for (_, cache), g in zip(outs, grads_out)]
+
+        starts = list(range(0, len(alphas), rows))
+        threads, r = min(ablation_threads(), len(starts)), 0
+        with ThreadPoolExecutor(threads, thread_name_prefix="attribution") as pool:
+            while r < len(starts):  # a round at a time under the model's lock: other visitors' passes get their
+                batch = starts[r:r + min(threads, ablation_threads())]  # turn in between; the cores free now
+                with b._lock:
+                    parts = list(pool.map(chunk, batch)) if len(batch) > 1 else [chunk(batch[0])]
+                for grads in parts:
+                    for total, g in zip(sums, grads):
+                        total += g
+                r += len(batch)
+                if progress is not None:
+                    progress(r / len(starts))
+        scores = [((x - base) * total / steps).sum(-1) for x, base, total in zip(words, bases, sums)]  # (N,) each
+        return np.concatenate(scores).astype(np.float32), float(f_ends[1]), float(f_ends[0])
+
+    def _chunks(self, n: int) -> tuple[int, str]:
+        """(path points per forward + backward, what the forward keeps). Per point and layer the backward pass reads
+        about 3 (H, N, N) float32 arrays (the weights, their gradient, one temporary) and 4 (N, d_ff) ones. When one
+        point's layers together exceed CHUNK_BYTES (from about 200 tokens), one point at a time, and what it keeps
+        shrinks: first the attention weights, computed again from q and k when their gradient is due (a product and
+        a softmax: the weights were most of the memory; 400 tokens: 10 -> 8 s); past that (about 470 tokens), only
+        each layer's input, the layer run again (one more forward pass, about a third more time; a long input's peak
+        170 -> 60 MB)."""
         b = self.bert
-        d_ff = b.w["encoder.layer.0.intermediate.dense.weight"].shape[0]
-        per_layer = 4 * (3 * b.n_heads * n * n + 4 * n * d_ff)
-        per_point = b.n_layers * per_layer
-        return int(max(1, CHUNK_BYTES // per_point)), per_point > CHUNK_BYTES
+        d_ff, d = b.w["encoder.layer.0.intermediate.dense.weight"].shape
+        one_layer = 4 * (3 * b.n_heads * n * n + 4 * n * d_ff)  # what a layer's backward pass holds while it runs
+        per_point = b.n_layers * one_layer
+        if per_point <= CHUNK_BYTES:
+            return int(CHUNK_BYTES // per_point), KEEP_ALL
+        kept = b.n_layers * 4 * (5 * n * d + 2 * n * d_ff)  # q, k, v, both LayerNorms' x_hat; the FFN's two arrays
+        return 1, KEEP_NO_WEIGHTS if kept + one_layer <= CHUNK_BYTES else KEEP_INPUTS
 
     # ------------------------------------------------------------ forward with what the backward pass reads
-    def _forward(self, words: np.ndarray, checkpoint: bool = False) -> tuple[np.ndarray, list]:
+    def _forward(self, words: np.ndarray, keep: str = KEEP_ALL, lock: bool = True) -> tuple[np.ndarray, list]:
         """words (C, N, d) -> (h_L (C, N, d), cache): BERT from word embeddings on, type 0, no padding. The cache
-        holds what each layer's backward pass reads, or with checkpoint only each layer's input (C, N, d)."""
+        holds what each layer's backward pass reads (KEEP_ALL), that without the attention weights (KEEP_NO_WEIGHTS),
+        or only each layer's input (C, N, d) (KEEP_INPUTS). lock=False: the caller holds the model's lock."""
         b, w = self.bert, self.bert.w
         n = words.shape[1]
         x = words + w["embeddings.position_embeddings.weight"][:n] + w["embeddings.token_type_embeddings.weight"][0]
         h, norm0 = _layer_norm(x, w["embeddings.LayerNorm.weight"], w["embeddings.LayerNorm.bias"], b.eps)
         cache: list = [norm0]
-        with b._lock:
+        with b._lock if lock else contextlib.nullcontext():
             for i in range(b.n_layers):
                 h_in = h
                 h, saved = self._layer(h, i)
-                cache.append(h_in if checkpoint else saved)
+                if keep == KEEP_NO_WEIGHTS:
+                    saved = saved[:3] + (None,) + saved[4:]  # (C, H, N, N) freed: softmax(q k^T) again later
+                cache.append(h_in if keep == KEEP_INPUTS else saved)
                 del saved
         return h, cache
 
@@ -150,16 +185,20 @@ class NumpyAttribution:
         return out, (q, k, v, a, norm1, pre, cdf, norm2)
 
     # ------------------------------------------------------------ backward
-    def _backward(self, cache: list, grad: np.ndarray) -> np.ndarray:
+    def _backward(self, cache: list, grad: np.ndarray, lock: bool = True) -> np.ndarray:
         """df/dh_L (C, N, d) -> df/d(word embeddings) (C, N, d), back through every layer and the first LayerNorm.
-        Consumes the cache (each layer's arrays are freed, or overwritten, once its gradient has gone through)."""
+        Consumes the cache (each layer's arrays are freed, or overwritten, once its gradient has gone through).
+        lock=False: the caller holds the model's lock."""
         b, w = self.bert, self.bert.w
         g = grad
         for i in reversed(range(b.n_layers)):
             saved = cache.pop()
             if isinstance(saved, np.ndarray):  # a checkpoint: the layer's input; run the layer again
-                with b._lock:
+                with b._lock if lock else contextlib.nullcontext():
                     saved = self._layer(saved, i)[1]
+            elif saved[3] is None:  # the weights were not kept: softmax(q k^T), q already / sqrt(d_k)
+                q, k = saved[0], saved[1]
+                saved = saved[:3] + (softmax(q @ k.transpose(0, 1, 3, 2), in_place=True),) + saved[4:]
             g = self._layer_backward(i, saved, g)
             del saved
         return _layer_norm_backward(g, cache.pop(), w["embeddings.LayerNorm.weight"])

@@ -18,10 +18,12 @@ same f: the cosine of mean-pooled embeddings), so "Which heads matter" draws its
 """
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import threading
 from concurrent.futures import ThreadPoolExecutor
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -34,16 +36,36 @@ from .. import cancel
 from ..cancel import check as check_cancelled
 from ..errors import InputError
 
+Progress = Callable[[float], None]  # called with the share of the work done, 0..1
+
+
+_share = threading.local()  # .cores: this thread's share of the cores, read when asked (cores_share)
+
 
 def ablation_threads() -> int:
     """Threads one head ablation splits its batches over: the cores over OpenBLAS's threads per product (app.py
-    sets OPENBLAS_NUM_THREADS=1, so 2 on 2 cores). Unset, OpenBLAS already uses every core for each product: 1."""
+    sets OPENBLAS_NUM_THREADS=1, so 2 on 2 cores), and at most this thread's share of the cores now (cores_share).
+    Unset, OpenBLAS already uses every core for each product: 1."""
     cores = os.cpu_count() or 1
     try:
         per_product = int(os.environ.get("OPENBLAS_NUM_THREADS") or cores)
     except ValueError:
         per_product = cores
-    return max(1, cores // max(1, per_product))
+    share = getattr(_share, "cores", None)
+    return max(1, min(cores // max(1, per_product), share() if share is not None else cores))
+
+
+@contextlib.contextmanager
+def cores_share(cores: Callable[[], int]):
+    """In the block, this thread's long computations split their work over at most cores() threads, asked again
+    before each round of batches: a server passes how many cores are free of other visitors' computations now, so a
+    short pass that arrives gets its core at the next round instead of sharing both with four threads."""
+    before = getattr(_share, "cores", None)
+    _share.cores = cores
+    try:
+        yield
+    finally:
+        _share.cores = before
 
 
 @dataclass(frozen=True)
@@ -130,6 +152,20 @@ def softmax(scores: np.ndarray, in_place: bool = False) -> np.ndarray:
     return scores
 
 
+def _linear(x: np.ndarray, w: dict, name: str) -> np.ndarray:
+    """y = x W^T + b: (B, N, d_in) -> (B, N, d_out), one GEMM for the whole batch, not one per row."""
+    y = x.reshape(-1, x.shape[-1]) @ w[name + ".weight"].T + w[name + ".bias"]
+    return y.reshape(*x.shape[:-1], -1)
+
+
+def knocked_copy(ctx: np.ndarray, rows: np.ndarray, heads: np.ndarray, method: str, intact: np.ndarray) -> np.ndarray:
+    """A copy of the heads' outputs ctx (B, N, H, d_k) with head heads[j] replaced in row rows[j]: by 0 ("zero"), or
+    by its mean over the positions of the intact row intact (N, H, d_k) ("mean")."""
+    ctx = ctx.copy()
+    ctx[rows, :, heads, :] = 0.0 if method == "zero" else intact.mean(0)[heads][:, None, :]  # (k, N, d_k)
+    return ctx
+
+
 class NumpyBert:
     """A BERT encoder's weights as numpy arrays and its tokenizer; `attention()` returns an AttentionResult."""
 
@@ -188,16 +224,25 @@ class NumpyBert:
         rows[j], by 0 ("zero") or by its mean over the positions of row 0 ("mean"); see NumpyAblation.
         capture: a list that receives (q, k, v), each (B, H, N, d_k), the queries, keys and values of the layer."""
         check_cancelled()  # a visitor who left: stop between layers (viz_core.cancel)
-        p, w = f"encoder.layer.{i}.", self.w
+        ctx, weights = self._attend(h, i, capture)
+        if not need_output:
+            return None, weights
+        if not need_weights:
+            weights = None
+        if knock is not None:
+            rows, knocked, method = knock
+            ctx = knocked_copy(ctx, rows, knocked, method, ctx[0])
+        return self._mix(h, ctx, i), weights
+
+    def _attend(self, h: np.ndarray, i: int, capture: list | None = None) -> tuple[np.ndarray, np.ndarray]:
+        """Layer i's attention on a batch: h (B, N, d) -> (the heads' outputs ctx (B, N, H, d_k), the input of W_O;
+        the weights (B, H, N, N))."""
+        w, p = self.w, f"encoder.layer.{i}."
         b, n, d = h.shape
         dk = d // self.n_heads
 
-        def linear(x: np.ndarray, name: str) -> np.ndarray:  # (B, N, d_in) -> (B, N, d_out): one GEMM, not B
-            y = x.reshape(-1, x.shape[-1]) @ w[p + name + ".weight"].T + w[p + name + ".bias"]
-            return y.reshape(b, n, -1)
-
         def heads(name: str) -> np.ndarray:
-            x = linear(h, f"attention.self.{name}")  # (B, N, d)
+            x = _linear(h, w, p + f"attention.self.{name}")  # (B, N, d)
             return np.ascontiguousarray(x.reshape(b, n, self.n_heads, dk).transpose(0, 2, 1, 3))  # (B, H, N, d_k)
 
         q, k, v = heads("query"), heads("key"), heads("value")
@@ -206,22 +251,18 @@ class NumpyBert:
         weights = q @ np.ascontiguousarray(k.transpose(0, 1, 3, 2))  # (B, H, N, N): the scores, then in place
         weights /= np.float32(np.sqrt(dk))
         weights = softmax(weights, in_place=True)  # one array of the batch's largest size, not four
-        if not need_output:
-            return None, weights
-        ctx = (weights @ v).transpose(0, 2, 1, 3)  # (B, N, H, d_k): the heads' outputs, the input of W_O
-        if not need_weights:
-            weights = None
-        if knock is not None:
-            rows, knocked, method = knock
-            ctx = ctx.copy()
-            ctx[rows, :, knocked, :] = 0.0 if method == "zero" else ctx[0].mean(0)[knocked][:, None, :]
-        ctx = ctx.reshape(b, n, d)  # (B, N, d)
-        u = layer_norm(h + linear(ctx, "attention.output.dense"), w[p + "attention.output.LayerNorm.weight"],
+        return (weights @ v).transpose(0, 2, 1, 3), weights  # (B, N, H, d_k), (B, H, N, N)
+
+    def _mix(self, h: np.ndarray, ctx: np.ndarray, i: int) -> np.ndarray:
+        """The rest of layer i: u = LN(h + ctx W_o + b_o), out = LN(u + GELU(u W_1 + b_1) W_2 + b_2):
+        h (B, N, d), ctx (B, N, H, d_k) -> (B, N, d)."""
+        w, p = self.w, f"encoder.layer.{i}."
+        ctx = ctx.reshape(h.shape)  # (B, N, d)
+        u = layer_norm(h + _linear(ctx, w, p + "attention.output.dense"), w[p + "attention.output.LayerNorm.weight"],
                        w[p + "attention.output.LayerNorm.bias"], self.eps)
-        ff = gelu(linear(u, "intermediate.dense"))  # (B, N, d_ff)
-        out = layer_norm(u + linear(ff, "output.dense"), w[p + "output.LayerNorm.weight"],
-                         w[p + "output.LayerNorm.bias"], self.eps)
-        return out, weights
+        ff = gelu(_linear(u, w, p + "intermediate.dense"))  # (B, N, d_ff)
+        return layer_norm(u + _linear(ff, w, p + "output.dense"), w[p + "output.LayerNorm.weight"],
+                          w[p + "output.LayerNorm.bias"], self.eps)
 
     def embed(self, ids: list[int], type_ids: list[int]) -> np.ndarray:
         """h_0 = LN(E_word[x] + E_pos[i] + E_type[s]): (1, N, d)."""
@@ -352,7 +393,7 @@ class NumpyAblation:
         """One text alone with its special tokens, truncated as pretrained.load._encode does."""
         return self.bert.encode_alone(text).ids
 
-    def pooled(self, ids: list[int], method: str) -> np.ndarray:
+    def pooled(self, ids: list[int], method: str, progress: Progress | None = None) -> np.ndarray:
         """Mean-pooled final hidden states of the intact row and every ablation: (1 + L*H, d).
 
         With cores BLAS leaves free (ablation_threads), the heads are split into groups that grow batches of their
@@ -360,7 +401,7 @@ class NumpyAblation:
         any pass does: each batch repeats the intact row, the rest is the same work divided. Rows come back in the
         order of the single batch: intact, then layer-major, head-minor."""
         if not self.fits(len(ids)):
-            return self._pooled_in_chunks(ids, method)
+            return self._pooled_in_chunks(ids, method, progress)
         b = self.bert
         h0 = b.embed(ids, [0] * len(ids))  # (1, N, d)
         groups = np.array_split(np.arange(b.n_heads), min(ablation_threads(), b.n_heads))
@@ -390,37 +431,70 @@ class NumpyAblation:
             h, _ = b._layer(h, i, need_weights=False, knock=(1 + i * k + np.arange(k), heads, method))
         return h.mean(1)  # (1 + L*k, d)
 
-    def _pooled_in_chunks(self, ids: list[int], method: str) -> np.ndarray:
-        """As pooled, for a long text: layer l's input kept from one intact pass, then batches of [intact row,
-        k knocked copies] (1 + k, N, d) from layer l on; the intact row leaves the batch after layer l (the mean
-        ablation reads its head outputs there)."""
+    def _pooled_in_chunks(self, ids: list[int], method: str, progress: Progress | None = None) -> np.ndarray:
+        """As pooled, for a long text. One intact pass keeps each layer's input h_l and its heads' outputs ctx_l;
+        then for each layer l, batches of k knocked copies start from [h_l, ctx_l with one head replaced] (layer l's
+        attention is the intact one: only W_O and the FFN run there) and go through the layers above: (k, N, d).
+        Batches run side by side on ablation_threads() threads, a round at a time under the model's lock, so other
+        visitors' passes get their turn between rounds; after each round progress(done) gets the share done."""
         b = self.bert
         h = b.embed(ids, [0] * len(ids))  # (1, N, d)
-        inputs = []
+        inputs, contexts = [], []
         with b._lock:
             for i in range(b.n_layers):
+                check_cancelled()
+                ctx, _ = b._attend(h, i)  # (1, N, H, d_k)
                 inputs.append(h)
-                h, _ = b._layer(h, i, need_weights=False)
-        out = [h.mean(1)]  # (1, d): the intact row
-        per_batch = max(1, self.MAX_BYTES // self._row_bytes(len(ids)) - 1)
-        for i in range(b.n_layers):
-            for start in range(0, b.n_heads, per_batch):
-                heads = np.arange(start, min(b.n_heads, start + per_batch))
-                x = np.repeat(inputs[i], 1 + len(heads), axis=0)  # (1 + k, N, d)
-                with b._lock:  # per batch: other visitors' passes get their turn in between
-                    x, _ = b._layer(x, i, need_weights=False, knock=(1 + np.arange(len(heads)), heads, method))
-                    x = x[1:]  # (k, N, d)
-                    for j in range(i + 1, b.n_layers):
-                        x, _ = b._layer(x, j, need_weights=False)
-                out.append(x.mean(1))
-        return np.concatenate(out)  # (1 + L*H, d)
+                contexts.append(ctx[0])  # (N, H, d_k)
+                h = b._mix(h, ctx, i)
+        out = np.empty((1 + b.n_layers * b.n_heads, h.shape[-1]), dtype=h.dtype)  # (1 + L*H, d)
+        out[0] = h.mean(1)[0]
+        threads = min(ablation_threads(), b.n_heads)
+        rows = max(threads, self.MAX_BYTES // self._row_bytes(len(ids)))  # knocked rows in flight, all threads
+        per_layer = threads * -(-b.n_heads // (threads * max(1, rows // threads)))  # batches of one layer
+        units = [(i, g) for i in range(b.n_layers) for g in np.array_split(np.arange(b.n_heads), per_layer)]
+        cost = [len(g) * (b.n_layers - i) for i, g in units]  # knocked rows x layers they go through
+        owner = cancel.owner()
 
-    def head_importance(self, text: str, text_pair: str | None = None, method: str = "zero") -> HeadImportance:
-        """As viz_core.pretrained.ablation.head_importance for this model (part "self"). Raises InputError."""
+        def run(unit: tuple[int, np.ndarray]) -> np.ndarray:
+            i, heads = unit
+            with cancel.acting_for(owner):  # a worker stops when the page thread's visitor has gone
+                check_cancelled()
+                x = np.repeat(inputs[i], len(heads), axis=0)  # (k, N, d)
+                ctx = knocked_copy(np.broadcast_to(contexts[i], (len(heads),) + contexts[i].shape),
+                                   np.arange(len(heads)), heads, method, contexts[i])  # (k, N, H, d_k)
+                x = b._mix(x, ctx, i)
+                for j in range(i + 1, b.n_layers):
+                    x, _ = b._layer(x, j, need_weights=False)
+                return x.mean(1)  # (k, d)
+
+        done, r = 0, 0
+        with ThreadPoolExecutor(threads, thread_name_prefix="ablation") as pool:
+            while r < len(units):
+                batch = units[r:r + min(threads, ablation_threads())]  # the cores free now (cores_share)
+                with b._lock:
+                    parts = list(pool.map(run, batch)) if len(batch) > 1 else [run(batch[0])]
+                for (i, heads), part in zip(batch, parts):
+                    out[1 + i * b.n_heads + heads] = part
+                done += sum(cost[r:r + len(batch)])
+                r += len(batch)
+                if progress is not None:
+                    progress(done / sum(cost))
+        return out
+
+    def head_importance(self, text: str, text_pair: str | None = None, method: str = "zero",
+                        progress: Progress | None = None) -> HeadImportance:
+        """As viz_core.pretrained.ablation.head_importance for this model (part "self"); progress(share) is called
+        as the work advances (share in [0, 1]). Raises InputError."""
         if method not in ("zero", "mean"):
             raise InputError("importance.bad_method", "method must be zero or mean", method=str(method)[:20])
         texts = [clean_text(text)] + ([clean_text(text_pair, "text_b")] if text_pair and text_pair.strip() else [])
-        pooled = [self.pooled(self.encode(t), method) for t in texts]  # each (1 + L*H, d)
+        pooled = []  # each (1 + L*H, d)
+        for n, t in enumerate(texts):
+            part = None if progress is None else (lambda share, n=n: progress((n + share) / len(texts)))
+            pooled.append(self.pooled(self.encode(t), method, part))
+            if progress is not None:
+                progress((n + 1) / len(texts))
         other = pooled[1] if len(pooled) == 2 else pooled[0][:1]  # B's rows, or A's intact embedding
         scores = cosine(pooled[0], other)  # (1 + L*H,)
         b = self.bert
