@@ -4,22 +4,22 @@ The sidebar links are drawn here (st.navigation's own menu is hidden) so that ea
 a page comes back as the user left it, and a page switch is exactly one browser-history entry (see _ui/state.py).
 
 `streamlit run app.py` imports this file once as the server starts and finds `app` (an st.App): its lifespan starts
-the warm-up of the default model before the first visitor arrives (issue #15), and its middleware and lifespan keep
-what one visitor can make the server hold bounded (app_pages/_ui/serving.py, issue #19). Each visit then runs this file as a
+the warm-up of the default model before the first visitor arrives, and its middleware and lifespan keep
+what one visitor can make the server hold bounded (app_pages/_ui/serving.py). Each visit then runs this file as a
 script (__name__ == "__main__"), which is the router below.
 
 pandas is imported at the top of every script run, before any page: plotly looks pandas up in sys.modules without
 importing it, so while one session's first page imported it, another session's figure could meet a half-initialised
 module and fail (bench/bench_load.py found this). Imported there, a concurrent first import waits on Python's import
-lock instead. Not at this module's top: that cost 0.4 s before the server listened (issue #25's cold start); the
+lock instead. Not at this module's top: there it would delay the moment the server listens (bench/bench_browser.py's cold row); the
 warm-up thread imports it right after the server starts.
 
 numpy's matrix products run on one OpenBLAS thread here (OPENBLAS_NUM_THREADS, read when numpy loads, which is
 below: set first, unless the environment sets it). Several visitors' script runs, a training and the browsers of a
 class share the server's cores; OpenBLAS's second thread waits for a core at every product and made the numpy
-model's passes slower, not faster: "Which heads matter" on a new sentence took 3.3-3.5 s with two threads against
-2.4-2.7 s with one while a browser drew on the same two cores, and 0.50 against 0.53 s with nothing else running
-(issue #25). torch keeps its own threads (viz_core.threads).
+model's passes slower, not faster: "Which heads matter" on a new sentence is slower with two threads than with one
+while a browser draws on the same two cores, and barely faster with nothing else running
+(`python bench/bench_browser.py --rows importance` measures it). torch keeps its own threads (viz_core.runtime.threads).
 """
 import os
 from pathlib import Path
@@ -32,7 +32,7 @@ from streamlit.runtime.scriptrunner import StopException, get_script_run_ctx
 from app_pages import _ui as ui
 from app_pages._ui import chart, leaving, memory, serving, state, warmup
 from app_pages._ui.nav import DEFAULT_PAGE, NOT_FOUND, PAGES, reask_lost_page, route_by_name
-from viz_core.cancel import Cancelled
+from viz_core.runtime.cancel import Cancelled
 from viz_core.i18n import LANGUAGE_NAMES, LANGUAGES, normalise_lang
 
 # The browser tab's icon is a file of the app: for a Material icon name Streamlit points the favicon at Google's font
@@ -87,7 +87,7 @@ def main() -> None:
     finally:  # also after st.stop(): the address follows the page's state, in one history entry
         state.sync_address()
         warmup.page_served.set()
-        state.forget_stale_widgets(completed)  # what Streamlit keeps of widgets gone from the page (issue #19)
+        state.forget_stale_widgets(completed)  # what Streamlit keeps of widgets gone from the page stays bounded
         memory.settle()  # earlier runs' page data is garbage now: collected once the process has grown
 
 

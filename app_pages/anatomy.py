@@ -8,8 +8,9 @@ import streamlit as st
 from app_pages import _ui as ui
 from app_pages._ui import anatomy as cached
 from app_pages._ui.anatomy import figures, matrix_heatmap
-from viz_core import blocks, export
-from viz_core.anatomy import SHARING, readable_count
+from viz_core.lessons import blocks
+from viz_core.io import export
+from viz_core.lessons.anatomy import SHARING, readable_count
 from viz_core.errors import InputError
 
 ui.setup("anatomy")
@@ -118,7 +119,7 @@ def section_norms() -> None:
         return
     _norm_grids(res, p)
     _norm_checks(res, p)
-    opened, box = ui.fold(t("anatomy.stats_fold"), "nstats")  # drawn only while open (issue #25)
+    opened, box = ui.fold(t("anatomy.stats_fold"), "nstats")  # drawn only while open
     if opened:
         with box:
             _norm_stats(res)

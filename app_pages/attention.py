@@ -15,7 +15,7 @@ from app_pages._ui import decoder as decoder_view
 from app_pages._ui import importance as importance_view
 from app_pages._ui import model_picker, models
 from app_pages._ui import qk_map as qk_view
-from viz_core import export
+from viz_core.io import export
 from viz_core.errors import InputError
 from viz_core.plots import attention as plots
 from viz_core.plots.common import placeholder_figure
@@ -46,7 +46,7 @@ def model_box():
     """The model picker, the model's info, and a placeholder that waits while the model loads: (name, info, waiting).
 
     The first visit after the server started draws a line of text as a chart, so the browser loads its chart library
-    while the model loads, not after (about 1 s of a cold start). An unusable model falls back to the default.
+    while the model loads, not after it. An unusable model falls back to the default.
     """
     name = model_picker.picker("attention.model_other")
     if not models.packaged_gate(name):  # a packaged decoder converting in the background: its progress, nothing else
@@ -149,7 +149,7 @@ def unknown_causes(r: AttentionResult) -> str:
 # ---------------------------------------------------------------- what to show
 def follow_head() -> None:
     """The line view draws the chosen head: a new head in the dropdown replaces the heads to draw."""
-    ui.set_state("heads", [ui.stored("head")])
+    ui.set_value("heads", [ui.value("head")])
 
 
 def choose(r: AttentionResult, view: str, has_pair: bool) -> Chosen:
@@ -236,10 +236,10 @@ def open_head(chart_key: str, n_heads: int) -> None:
 
 def show_head(layer: int, head: int) -> None:
     """Open one head in the 'One head' view."""
-    ui.set_state("layer", layer)
-    ui.set_state("head", head)
-    ui.set_state("heads", [head])
-    ui.set_state("view", "head")
+    ui.set_value("layer", layer)
+    ui.set_value("head", head)
+    ui.set_value("heads", [head])
+    ui.set_value("view", "head")
 
 
 # ---------------------------------------------------------------- views
@@ -396,7 +396,7 @@ else:
     VIEW_DRAWERS[view](src, chosen)
 st.caption(t("attention.share"))
 
-# Between runs a session keeps its widget values and nothing of this run's arrays: they go now (75 MB per visitor at
-# 512 tokens, unless the shared cache still keeps them), not when the session's next run replaces them (issue #19).
+# Between runs a session keeps its widget values and nothing of this run's arrays: they go now (a long sentence's
+# attention result is large, unless the shared cache still keeps it), not when the session's next run replaces them.
 for _name in ("r", "chosen"):
     globals().pop(_name, None)

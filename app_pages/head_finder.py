@@ -11,7 +11,7 @@ import streamlit as st
 from app_pages import _ui as ui
 from app_pages._ui import head_finder as finder
 from app_pages._ui import model_picker, models
-from viz_core import export
+from viz_core.io import export
 from viz_core.errors import InputError
 from viz_core.plots import attention as attention_plots
 from viz_core.plots import head_finder as plots
@@ -103,8 +103,8 @@ def read_note(res: HeadFinder, kind: str) -> None:
 
 # ---------------------------------------------------------------- every head
 def open_head(layer: int, head: int) -> None:
-    ui.set_state("layer", layer)
-    ui.set_state("head", head)
+    ui.set_value("layer", layer)
+    ui.set_value("head", head)
 
 
 def map_clicked(key: str, n_heads: int) -> None:
@@ -135,8 +135,8 @@ def natural_order(score: str) -> str:
 
 def new_score(res: HeadFinder) -> None:
     """Callback: another score shows its heads of interest first and opens the first of them."""
-    score = ui.stored("score", "previous")
-    ui.set_state("order", natural_order(score))
+    score = ui.value("score", "previous")
+    ui.set_value("order", natural_order(score))
     top = int(head_order(res, score, natural_order(score) == "asc")[0])
     open_head(top // res.n_heads, top % res.n_heads)
 

@@ -20,7 +20,7 @@ from app_pages._ui import device as devices
 from app_pages._ui import language_model as cached
 from app_pages._ui import models
 from app_pages._ui.language_model import figures
-from viz_core.export import columns_csv, npz_bytes, records_csv
+from viz_core.io.export import columns_csv, npz_bytes, records_csv
 from viz_core.lm import cache_bytes
 from viz_core.lm.charset import never_generated
 from viz_core.lm.generate import PROMPT_MAX_CHARS, context_window, generate
@@ -30,7 +30,7 @@ from viz_core.lm.lens import architecture_of
 from viz_core.lm.training import SIZES as LM_SIZES, LMTrainConfig, check_fits, probe_ids
 from viz_core.pretrained import generate as real
 from viz_core.pretrained import packaged
-from viz_core.threads import thread_budget
+from viz_core.runtime.threads import thread_budget
 from viz_core.pretrained.head_analysis import sink_shares
 
 ui.setup("language_model")  # state under the page's url path; its title in locales/language_model.json,
@@ -68,7 +68,7 @@ def trainable_model(task: str):
 
 def train_controls(task: str) -> None:
     """Settings (frozen when the run starts), the device, and the Train / Stop buttons."""
-    opened, box = ui.fold(t("lm.settings"), f"{task}_set")  # drawn only while open; closed, they hold (#25)
+    opened, box = ui.fold(t("lm.settings"), f"{task}_set")  # drawn only while open; closed, they hold
     where = box if opened else ui.HIDDEN
     c = where.columns(4)
     seconds = ui.slider(t("lm.seconds"), 5, 120, f"{task}_seconds", 60 if task == "induction" else 30,
@@ -295,7 +295,7 @@ def repeat_maker(lm) -> None:
 
 
 def make_repeat(vocab: int) -> None:
-    ui.set_state("seq", repeated_text(int(ui.stored("repeat_len", 8)), vocab))
+    ui.set_value("seq", repeated_text(int(ui.value("repeat_len", 8)), vocab))
 
 
 def sequence_summary(lm, result, ind, best) -> None:

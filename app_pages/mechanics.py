@@ -9,8 +9,8 @@ import streamlit as st
 from app_pages import _ui as ui
 from app_pages._ui import mechanics as cached
 from app_pages._ui.mechanics import figures
-from viz_core import export
-from viz_core import mechanics as mech
+from viz_core.io import export
+from viz_core.lessons import mechanics as mech
 from viz_core.errors import InputError
 
 ui.setup("mechanics")
@@ -38,7 +38,7 @@ def _reset_matrices() -> None:
     for param, _, default in MATRICES:
         st.session_state.pop(f"mechanics._base_{param}", None)
         st.session_state.pop(f"mechanics.ed_{param}", None)
-        ui.set_state(param, mech.format_matrix(default))
+        ui.set_value(param, mech.format_matrix(default))
 
 
 def _matrix_editor(param: str, name: str, default: np.ndarray, rows: list[str]) -> np.ndarray:
@@ -50,7 +50,7 @@ def _matrix_editor(param: str, name: str, default: np.ndarray, rows: list[str]) 
     default_text = mech.format_matrix(default)
     base_key, editor_key = f"mechanics._base_{param}", f"mechanics.ed_{param}"
     if base_key not in st.session_state or editor_key not in st.session_state or ui.state.address_is_truth():
-        st.session_state[base_key] = ui.value(param, default_text)
+        st.session_state[base_key] = ui.value(param, default_text, str)
         st.session_state.pop(editor_key, None)
     cells = mech.split_matrix(st.session_state[base_key], default.shape)
     frame = pd.DataFrame(cells, index=rows, columns=[str(j) for j in range(default.shape[1])], dtype=object)
@@ -79,8 +79,8 @@ def _step_options():
 
 
 def _worked_source(scale, causal, p, seed):
-    """The notes' matrices, edited in a section that opens (four data grids cost a page switch ~0.25 s: drawn only
-    while open); closed, the matrices are read from their stored cells."""
+    """The notes' matrices, edited in a section that opens (a data grid is a heavy element for the browser on every
+    page switch: drawn only while open); closed, the matrices are read from their stored cells."""
     st.caption(ui.t("mechanics.worked_intro"))
     opened, box = ui.fold(ui.t("mechanics.edit_inputs"), "edit")
     mats = {}
@@ -90,7 +90,7 @@ def _worked_source(scale, causal, p, seed):
     else:
         for param, name, default in MATRICES:
             try:
-                cells = mech.split_matrix(ui.value(param, mech.format_matrix(default)), default.shape)
+                cells = mech.split_matrix(ui.value(param, mech.format_matrix(default), str), default.shape)
                 mats[param] = mech.parse_cells(cells, name)
             except InputError as exc:
                 ui.show_error(exc)
@@ -175,7 +175,7 @@ def _stage_figures(s: mech.AttentionSteps, inputs: bool = False) -> list:
 
 def _batched_shapes():
     """How a batch of B sequences and H heads runs at once, shape by shape: a fold of its own, drawn only while open
-    (issue #25: ten elements below the stages, on the page's first view)."""
+    (a page's first view draws nothing below the stages that the reader did not ask for)."""
     opened, box = ui.fold(ui.t("mechanics.batched_title"), "shapes")
     if opened:
         with box:
@@ -254,10 +254,10 @@ def _mask_inputs():
                             format_func=_mask_kind_name)
         item = ui.slider(ui.t("mechanics.item"), 0, mech.MAX_BATCH - 1, "item", 2)
         query = ui.text(ui.t("mechanics.cross_query"), "mq", "le chat dort", max_chars=200) if kind == "cross" \
-            else ui.stored("mq", "le chat dort")  # drawn only where it counts (a greyed-out box is hard to read)
+            else ui.value("mq", "le chat dort")  # drawn only where it counts (a greyed-out box is hard to read)
         window = ui.slider(ui.t("mechanics.window"), 1, mech.MAX_TOKENS, "win", mech.DEFAULT_WINDOW,
                            help=ui.t("mechanics.window_help")) if kind == "sliding" \
-            else ui.stored("win", mech.DEFAULT_WINDOW)
+            else ui.value("win", mech.DEFAULT_WINDOW)
     return text, side, kind, item, query, int(window)
 
 
@@ -353,9 +353,9 @@ def _shape_choice() -> mech.ModelShape:
 
 def _own_kv_heads() -> None:
     """A newly chosen model shape starts at the KV heads the real model uses (e.g. SmolLM2: 3 of 9)."""
-    preset = mech.PRESETS.get(ui.stored("preset"))
+    preset = mech.PRESETS.get(ui.value("preset"))
     if preset is not None:
-        ui.set_state("kv", preset.n_kv_heads)
+        ui.set_value("kv", preset.n_kv_heads)
 
 
 def _preset_label(key: str) -> str:

@@ -15,7 +15,7 @@ st.write(t("common.not_found_body"))
 asked = st.session_state.pop(ASKED, None)
 if asked is None:
     asked = st.query_params.get("path", "")
-state.commit("path", asked, "")
+state.set_value("path", asked, "")
 st.code("/" + asked, language=None)  # the visitor's text, shown as text
 lang = ui.lang()
 st.page_link(f"app_pages/{DEFAULT_PAGE}.py", label=t("common.not_found_home"), icon=":material/home:",

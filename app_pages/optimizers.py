@@ -6,8 +6,9 @@ import streamlit as st
 from app_pages import _ui as ui
 from app_pages._ui import optimizers as cached
 from app_pages._ui.optimizers import figures
-from viz_core import optimizers as opt
-from viz_core import export, schedules, surfaces
+from viz_core.lessons import optimizers as opt
+from viz_core.io import export
+from viz_core.lessons import schedules, surfaces
 from viz_core.errors import InputError
 
 NS = "optimizers"
@@ -31,10 +32,10 @@ def names() -> dict[str, str]:
 # ---------------------------------------------------------------- controls
 def reset_for_surface() -> None:
     """A new surface: put the start point and learning rate back to the ones that suit it."""
-    surface = surfaces.get_surface(ui.stored("surface"))
-    ui.set_state("x0", float(surface.start[0]))
-    ui.set_state("y0", float(surface.start[1]))
-    ui.set_state("lr", float(surface.lr))
+    surface = surfaces.get_surface(ui.value("surface"))
+    ui.set_value("x0", float(surface.start[0]))
+    ui.set_value("y0", float(surface.start[1]))
+    ui.set_value("lr", float(surface.lr))
 
 
 def apply_click() -> None:
@@ -47,8 +48,8 @@ def apply_click() -> None:
     xy = (round(float(points[0]["x"]), 3), round(float(points[0]["y"]), 3))
     if st.session_state.get(LAST_CLICK) != xy:
         st.session_state[LAST_CLICK] = xy
-        ui.set_state("x0", xy[0])
-        ui.set_state("y0", xy[1])
+        ui.set_value("x0", xy[0])
+        ui.set_value("y0", xy[1])
 
 
 def surface_controls():
@@ -70,7 +71,7 @@ def surface_controls():
 
 
 def racer_picks() -> list[str]:
-    """The racers, in ALL's order: one row of pills (one element, where a checkbox each cost 14 ms of a page switch)."""
+    """The racers, in ALL's order: one row of pills (one element for the browser to draw, not a checkbox each)."""
     return ui.pills(ui.t("optimizers.racers"), ALL, "racers", opt.CLASSIC, format_func=names().__getitem__,
                     help=ui.t("optimizers.racers_help"))
 
@@ -84,7 +85,8 @@ def own_lr(name: str, lr: float, col) -> float:
 
 def hyper_controls(picked: list[str], lr: float) -> tuple[opt.RacerSpec, ...]:
     """Each optimizer's own hyperparameters (and, optionally, its own learning rate): drawn only while their section
-    is open (issue #25: about 20 controls), and holding their values while it is closed."""
+    is open (a closed section costs the browser nothing on a page switch), and holding their values while it is
+    closed."""
     opened, box = ui.fold(ui.t("optimizers.hyper_header"), "hyper")
     where = box if opened else ui.HIDDEN
     cols = where.columns(len(opt.CLASSIC))
@@ -186,7 +188,8 @@ RESULTS_KEY = "whole_words_optimizers"
 
 
 def downloads(result: opt.RaceResult) -> None:
-    """The race's files, written when their button is clicked (not on every run: 16 ms of a switch's 60, issue #25)."""
+    """The race's files, written when their button is clicked, not on every run (no run pays for a file nobody
+    asked for)."""
     c1, c2 = st.columns(2)
     with c1:
         ui.download(ui.t("optimizers.download_npz"), lambda: export.npz_bytes(**cached.race_arrays(result)),
@@ -213,7 +216,7 @@ def race_tab(cfg: opt.RaceConfig, result: opt.RaceResult, surface, labels) -> No
         ui.plot(figures.distance_figure(result.trajectories, nm, dist, labels), key="optimizers.dist_chart")
     with st.container(key=RESULTS_KEY):
         for table in results_tables(rows, bool(result.tuned)):
-            ui.table(table)  # markdown: st.table decodes an Arrow table (25 ms a switch)
+            ui.table(table)  # markdown: st.table would decode an Arrow table on every switch
     downloads(result)
 
 

@@ -7,9 +7,9 @@ import streamlit as st
 
 from app_pages import _ui as ui
 from app_pages._ui import positions as cached
-from viz_core import export
-from viz_core import position_demos as demos
-from viz_core import positional as P
+from viz_core.io import export
+from viz_core.lessons import position_demos as demos
+from viz_core.lessons import positional as P
 from viz_core.errors import InputError
 from viz_core.plots import positions as plots
 
@@ -301,7 +301,7 @@ def part_order() -> None:
                     format_func=lambda k: ui.t(f"positions.perm_{k}"))
     # the seed only where it counts (a greyed-out box is hard to read)
     seed = ui.number(ui.t("positions.seed"), 0, 9999, "seed", 0, container=c2) if kind == "shuffle" \
-        else ui.stored("seed", 0)
+        else ui.value("seed", 0)
     d_model = ui.slider(ui.t("positions.order_d"), 2, 64, "od", 8, container=c3)
     try:
         no_pe, with_pe = cached.order(tuple(P.parse_tokens(text)), kind, int(seed), d_model)

@@ -6,7 +6,8 @@ import streamlit as st
 
 from app_pages import _ui as ui
 from app_pages._ui import scaling as cached
-from viz_core import export, scaling
+from viz_core.io import export
+from viz_core.lessons import scaling
 from viz_core.errors import InputError
 from viz_core.plots import scaling as plots
 from viz_core.plots.common import matrix_heatmap

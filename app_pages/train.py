@@ -16,12 +16,12 @@ from app_pages._ui import device as devices
 from app_pages._ui import train as cached
 from app_pages._ui import serving
 from viz_core.errors import InputError
-from viz_core.export import csv_text, npz_bytes
+from viz_core.io.export import csv_text, npz_bytes
 from viz_core.plots import train as plots
 from viz_core.seq2seq.model import ModelConfig
 from viz_core.seq2seq.tasks import TASKS, make_task
-from viz_core.seq2seq.training import (TrainConfig, check_fits, checkpoint_zip, load_checkpoint_files, noam_lr,
-                                       read_upload)
+from viz_core.seq2seq.checkpoint import checkpoint_zip, load_checkpoint_files, read_upload
+from viz_core.seq2seq.training import TrainConfig, check_fits, noam_lr
 
 ui.setup("train")
 t = ui.t
@@ -84,7 +84,7 @@ def accuracy_by_length(model) -> None:
     by_length, n = measured
     worst_n = min(by_length, key=lambda k: (by_length[k], -k))
     weak = worst_n if by_length[worst_n] < 1 else None  # the worst length, marked unless all are perfect
-    # a static markdown table: one row of numbers needs no data grid, nor an Arrow table to decode (issue #25);
+    # a static markdown table: one row of numbers needs no data grid, nor an Arrow table to decode;
     # the first column names the rows (input length -> 3 4 5 ...), the weak length is bold and red in either theme
     cells = [ui.Md(f"**:red[{pct(v)}]**") if k == weak else pct(v) for k, v in by_length.items()]
     ui.table([dict(zip([t("train.length_row"), *map(str, by_length)], [t("train.exact_row"), *cells]))],
@@ -135,7 +135,7 @@ def custom_settings(where=st) -> ModelConfig:
 
 def train_settings(where=st) -> TrainConfig:
     """The training settings, drawn in `where` (ui.HIDDEN: not drawn, their held values); the optimizer's are in a
-    fold of their own, drawn only while open (issue #25)."""
+    fold of their own, drawn only while open (a closed section costs the browser nothing on a page switch)."""
     c = where.columns(3)
     seconds = ui.slider(t("train.seconds"), 1, 120, "seconds", 20, container=c[0], help=t("train.seconds_help"))
     batch = ui.selectbox(t("train.batch"), [16, 32, 64, 128, 256, 512, 1024, 4096], "batch", TrainConfig.batch_size,
@@ -175,7 +175,7 @@ def train_tab(task):
     else:
         params, need = fits
         st.caption(devices.memory_caption(t, params, need, train_cfg.force_cpu))
-    opened, box = ui.fold(t("train.schedule"), "sched")  # the chart is drawn only while open (issue #25)
+    opened, box = ui.fold(t("train.schedule"), "sched")  # the chart is drawn only while open
     if opened:
         with box:
             ui.plot(schedule_figure(model_cfg, train_cfg), key="train.schedule_fig")
@@ -337,7 +337,7 @@ def on_upload() -> None:
         serving.forget_uploads(files)
     if model is not None:
         cached.training.keep(model.task.name, model, "uploaded")
-        ui.set_state("task", model.task.name)
+        ui.set_value("task", model.task.name)
 
 
 def save_tab(model) -> None:

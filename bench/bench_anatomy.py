@@ -7,8 +7,8 @@ from __future__ import annotations
 import statistics
 import time
 
-from viz_core import anatomy as A
-from viz_core import blocks as B
+from viz_core.lessons import anatomy as A
+from viz_core.lessons import blocks as B
 
 
 def _ms(fn, repeat: int = 3) -> float:

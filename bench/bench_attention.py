@@ -7,7 +7,7 @@
 2. Attention page rerun with a new sentence, model warm (AppTest; goal <= 0.5 s at 24 tokens, <= 2.5 s at 500);
 3. plotly JSON payload of the model grid at 64 and 512 tokens;
 4. peak RSS of a `streamlit run app.py` server while one visitor clicks through every Attention view at 24 and
-   500 tokens (goal <= 600 MB, issue #25).
+   500 tokens (goal <= 600 MB).
 """
 from __future__ import annotations
 
@@ -135,7 +135,7 @@ def _page_views() -> list[str]:
 def bench_memory() -> None:
     """One visitor (one browser session per length) opens Attention with a sentence of 24, then 500 tokens and
     clicks through every view of the default (encoder) model, as a person would; the server's RSS is sampled every
-    50 ms (its peak between samples of a view is what a small server must hold). Goal: <= 600 MB (issue #25)."""
+    50 ms (its peak between samples of a view is what a small server must hold). Goal: <= 600 MB."""
     import psutil
     from playwright.sync_api import sync_playwright
 

@@ -1,4 +1,4 @@
-"""What a person waits for in the browser (issue #15). Prints a table; asserts nothing.
+"""What a person waits for in the browser. Prints a table; asserts nothing.
 
   python bench/bench_browser.py                    # every row, 3 cold starts, 4 rounds of the rest
   python bench/bench_browser.py --rows switch,sentence --rounds 5
@@ -16,12 +16,12 @@ Rows (medians; each bounded by --row-timeout, the whole script by --deadline):
             second visit's figures come from the browser's copy of messages it has seen (Streamlit's message cache)
   sentence  type a new sentence in the Attention text box + Ctrl+Enter -> the heatmap shows the new tokens
   train     click Train -> the first progress bar; click Stop -> the progress gone and "was stopped" shown
-  cli       `python -m viz_core.train --task reverse --max-seconds 30 --out DIR`, whole command, wall
+  cli       `python -m viz_core.seq2seq --task reverse --max-seconds 30 --out DIR`, whole command, wall
   importance  a fresh server; the first visitor opens Attention, and as soon as its heatmap is drawn picks the view
             "Which heads matter" -> its head-importance map drawn; then, in that view, a new sentence of 24 tokens ->
             the map of the new sentence drawn (medians over --cold-runs servers)
 
---floor (issue #25): the floor is bench/floor_app/app.py, a bare Streamlit app with the same sidebar of eight pages
+--floor: the floor is bench/floor_app/app.py, a bare Streamlit app with the same sidebar of eight pages
 and one plotly heatmap per page (no model, no torch): what any Streamlit app costs on this machine now. The cold row
 and the switch row then run the app and the floor interleaved (app, floor, floor, app, ...), with the same browser,
 and print each of our medians as a ratio to the floor's median of the same step in the same run, so the machine's
@@ -331,7 +331,7 @@ def row_importance(pw, runs: int, timeout_s: float, rng: random.Random) -> tuple
     return first, first_all, again, again_all
 
 
-# ---------------------------------------------------------------- against the floor (issue #25)
+# ---------------------------------------------------------------- against the floor
 def ratio_cold(pw, runs: int, timeout_s: float) -> tuple[list[float], list[float]]:
     """Cold starts of the app and of the floor, interleaved (app, floor, floor, app, ...): (app, floor) seconds."""
     browser = launch(pw)
@@ -434,7 +434,7 @@ def row_train(browser, url: str, runs: int, timeout_s: float) -> tuple[list[floa
             page.wait_for_selector("[data-testid='stProgress']", timeout=timeout_s * 1000)
             first.append(time.perf_counter() - t0)
             page.wait_for_timeout(2000)
-            stop_button = page.locator(".st-key-train-live_stop button")  # the live panel's one Stop (issue #24)
+            stop_button = page.locator(".st-key-train-live_stop button")  # the live panel's one Stop
             stop_button.scroll_into_view_if_needed()
             page.wait_for_timeout(300)
             t0 = time.perf_counter()
@@ -458,7 +458,7 @@ def row_cli(runs: int, timeout_s: float) -> tuple[list[float], list[str]]:
         d = tempfile.mkdtemp(prefix="bench_rev_")
         try:
             t0 = time.perf_counter()
-            res = subprocess.run([sys.executable, "-m", "viz_core.train", "--task", "reverse", "--max-seconds", "30",
+            res = subprocess.run([sys.executable, "-m", "viz_core.seq2seq", "--task", "reverse", "--max-seconds", "30",
                                   "--out", d], cwd=APP_ROOT, capture_output=True, text=True, timeout=timeout_s)
             out.append(time.perf_counter() - t0)
             acc = re.search(r"worst length (\d+): ([0-9.]+)", res.stdout.split("fresh sequences each")[-1])

@@ -4,10 +4,10 @@ page's path) and without it (full recomputation each step), and the KV-cache byt
     python bench/bench_generate_real.py [--models gemma3-270m smollm2-135m] [--threads 1 2] [--n-new 40]
                                         [--repeats 3] [--no-recompute]
 
-For each model and thread budget (viz_core.threads.thread_budget), one warm-up generation, then the best of
+For each model and thread budget (viz_core.runtime.threads.thread_budget), one warm-up generation, then the best of
 --repeats of viz_core.pretrained.generate.generate_real on an English and a Chinese prompt with the page's default
 settings (T 0.8, top-p 0.95, seed 0, --n-new tokens, no early stop counted: the rate is steps / seconds of the steps,
-the model's first load not included). Goals (issue): >= 10 tokens/s SmolLM2, >= 5 tokens/s Gemma, 40 new tokens in
+the model's first load not included). Goals: >= 10 tokens/s SmolLM2, >= 5 tokens/s Gemma, 40 new tokens in
 about 2-4 s on Gemma. Run it on an otherwise idle machine: a busy 2-core one halves the figures.
 """
 from __future__ import annotations
@@ -22,7 +22,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from viz_core.pretrained import load_model, packaged  # noqa: E402
 from viz_core.pretrained.generate import RealGenSettings, generate_real, kv_shape_of  # noqa: E402
-from viz_core.threads import thread_budget  # noqa: E402
+from viz_core.runtime.threads import thread_budget  # noqa: E402
 
 PROMPTS = ("Once upon a time, a little robot", "从前有一座山，山里有一座庙，")
 

@@ -36,7 +36,7 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from viz_core.device import precision  # noqa: E402
+from viz_core.runtime.device import precision  # noqa: E402
 from viz_core.lm.corpus import LANGS, char_corpus  # noqa: E402
 from viz_core.lm.heldout import text_loss  # noqa: E402
 from viz_core.lm.induction import phase_change_step  # noqa: E402

@@ -1,4 +1,4 @@
-"""How long the logit lens takes (issue #22): our own two models on the Language model page, and randomly initialised
+"""How long the logit lens takes: our own two models on the Language model page, and randomly initialised
 decoders with the shapes of GPT-2 small and SmolLM2-135M (the page reads at most LENS_MAX_TOKENS = 64 tokens; each
 row is one N x V product with the vocabulary, so the vocabulary and the depth set the cost).
 

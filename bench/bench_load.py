@@ -1,4 +1,4 @@
-"""Many users at once (issues #12, #19): real Streamlit sessions against one local server. Prints figures; asserts
+"""Many users at once: real Streamlit sessions against one local server. Prints figures; asserts
 nothing.
 
   python bench/bench_load.py                          # 20 browsing sessions, with 2 and then 0 training sessions
@@ -32,7 +32,7 @@ sentences) is the time from sending the BackMsg to receiving its script_finished
 rerun, every delta sent, nothing of the browser's drawing. A training session opens the Train page (reverse task, --train-seconds
 per run), presses Train, answers the progress fragment's auto reruns every 0.5 s as a browser does, and presses Train
 again whenever its run has ended; it reports whether its run started or queued (the server allows one training job
-per two cores: viz_core.jobs, ATTN_MAX_TRAINING_JOBS) and how long it waited. A thread samples the server's RSS
+per two cores: viz_core.runtime.jobs, ATTN_MAX_TRAINING_JOBS) and how long it waited. A thread samples the server's RSS
 (psutil: the server process and its children) every 0.25 s.
 
 Bounded: sessions arrive spread over --arrival s, then run --seconds; one action may take --timeout s (past that,

@@ -19,7 +19,7 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from viz_core import mechanics as mech  # noqa: E402
+from viz_core.lessons import mechanics as mech  # noqa: E402
 from viz_core.attention import AdditiveAttention, MultiHeadAttention, scaled_dot_product_attention  # noqa: E402
 from viz_core.masks import causal_mask  # noqa: E402
 

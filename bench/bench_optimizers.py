@@ -16,8 +16,8 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from viz_core import optimizers as opt  # noqa: E402
-from viz_core import surfaces  # noqa: E402
+from viz_core.lessons import optimizers as opt  # noqa: E402
+from viz_core.lessons import surfaces  # noqa: E402
 from viz_core.plots import optimizers as plots  # noqa: E402
 
 CLASSES = {"sgd": opt.SGD, "momentum": opt.Momentum, "adagrad": opt.AdaGrad, "rmsprop": opt.RMSProp,

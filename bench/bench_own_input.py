@@ -1,4 +1,4 @@
-"""What a student types, measured (issue #21): every "try your own" path of the app on input nobody trained on.
+"""What a student types, measured: every "try your own" path of the app on input nobody trained on.
 
     python bench/bench_own_input.py [--parts induction,prompts,toy,unk] [--trials 20] [--per-length 300]
 

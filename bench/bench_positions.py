@@ -17,7 +17,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from tests.conftest import run_page  # noqa: E402
-from viz_core import positional as P  # noqa: E402
+from viz_core.lessons import positional as P  # noqa: E402
 
 # part -> (widget kind, key, values to move through)
 MOVES = {

@@ -1,4 +1,4 @@
-"""The query-key map's speed (issue #24: goal <= 1 s per head change, warm). Prints a table; asserts nothing.
+"""The query-key map's speed (goal: <= 1 s per head change, warm). Prints a table; asserts nothing.
 
   python bench/bench_qk_map.py              # the packaged model, the default text, both bundled languages
   python bench/bench_qk_map.py --heads 24   # more head changes

@@ -1,5 +1,5 @@
 """The server's CPU time for one Attention rerun, without a browser: what each visitor's action costs a shared server
-(issue #25: 20 visitors + 2 trainings on 2 cores queue for Python's lock, so this is what their p95 waits on).
+(20 visitors + 2 trainings on 2 cores queue for Python's lock, so this is what their p95 waits on).
 
   python bench/bench_rerun_cpu.py                          # this tree
   python bench/bench_rerun_cpu.py --app-root /tmp/old .    # two trees, rounds interleaved (old, new, new, old, ...)

@@ -19,7 +19,7 @@ sys.path.insert(0, str(ROOT))
 
 import torch  # noqa: E402
 
-from viz_core import scaling  # noqa: E402
+from viz_core.lessons import scaling  # noqa: E402
 
 
 def timed(fn, *args, repeat: int = 1, **kwargs) -> float:

@@ -1,4 +1,4 @@
-"""What orjson saves (issue #25): every page's figures serialised as Streamlit does it (plotly.io.to_json,
+"""What orjson saves: every page's figures serialised as Streamlit does it (plotly.io.to_json,
 validate=False), once with plotly's json engine and once with orjson. Prints a table; asserts nothing.
 
   python bench/bench_serialise.py            # every page in its default state, English

@@ -221,7 +221,7 @@ def report(args, s: dict) -> None:
           "actions (failed; refused as busy) | visitors ended early |")
     print("|---|---|---|---|---|---|---|---|---|---|")
     after = s["after"]
-    busy = sum(BUSY in line for line in s["failed"])  # refused by the server's memory budget (viz_core.budget)
+    busy = sum(BUSY in line for line in s["failed"])  # refused by the server's memory budget (viz_core.runtime.budget)
     print(f"| {mb(s['warm'])} | {mb(s['rss_peak'])} | {mb(s['rss_left'])} | {mb(after[min(60.0, args.after)])} | "
           f"{mb(after[args.after])} ({mb(after['low'])}; +{(after['low'] - s['warm']) / MB:.0f} MB) | "
           f"{dist(s['small'])} | {dist(s['view'])} | {dist(s['text'])} | {s['actions']} ({len(s['failed'])}; {busy}) | "

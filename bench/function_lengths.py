@@ -1,4 +1,4 @@
-"""Function-length statistics of folders of Python code (issue #20 measured the tree with it):
+"""Function-length statistics of folders of Python code:
 
     python bench/function_lengths.py viz_core app_pages
 

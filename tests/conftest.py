@@ -192,7 +192,7 @@ def real_decoders():
 def fake_gpu(monkeypatch):
     """The pages as a server with a CUDA GPU would draw them (nothing runs on it)."""
     from app_pages._ui import device as devices
-    from viz_core.device import DeviceInfo
+    from viz_core.runtime.device import DeviceInfo
     monkeypatch.setattr(devices, "has_gpu", lambda: True)
     monkeypatch.setattr(devices, "describe", lambda device, forced=False: DeviceInfo(
         "cpu" if forced else "cuda", "CPU" if forced else "Fake GPU", "forced" if forced else "gpu",

@@ -130,8 +130,9 @@ def test_a_reopened_run_reads_the_address_again(monkeypatch):
 
 
 def test_the_server_imports_neither_pandas_nor_torch_before_it_listens():
-    """`streamlit run app.py` imports app.py before its server listens: pandas there cost 0.4 s of the cold start
-    (issue #25). The router imports it at the top of every run instead (before any page: see app.py's docstring)."""
+    """`streamlit run app.py` imports app.py before its server listens, so pandas imported there would delay the cold
+    start (bench/bench_browser.py's cold row times it). The router imports it at the top of every run instead (before
+    any page: see app.py's docstring)."""
     import subprocess
     import sys
 

@@ -1,4 +1,4 @@
-"""viz_core.blocks and viz_core.anatomy against torch references (nn.LayerNorm, nn.RMSNorm, nn.BatchNorm1d,
+"""viz_core.lessons.blocks and viz_core.lessons.anatomy against torch references (nn.LayerNorm, nn.RMSNorm, nn.BatchNorm1d,
 nn.Dropout, F.cross_entropy, nn.TransformerEncoderLayer, nn.Transformer), Hugging Face's sampling warpers, the
 paper's formulas, and invariants."""
 import math
@@ -9,8 +9,8 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from viz_core import anatomy as A
-from viz_core import blocks as B
+from viz_core.lessons import anatomy as A
+from viz_core.lessons import blocks as B
 from viz_core.errors import InputError
 from viz_core.masks import causal_mask
 

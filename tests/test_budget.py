@@ -1,4 +1,4 @@
-"""The server-wide memory budget (viz_core/budget.py): the reading, the relievers, the refusal, and every large
+"""The server-wide memory budget (viz_core/runtime/budget.py): the reading, the relievers, the refusal, and every large
 allocation that asks it first (model computations, the shared caches, uploads and their decompression, trainings,
 uploaded models, loading a model). The resident size is faked where a test needs the server to be full."""
 from __future__ import annotations
@@ -8,7 +8,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from viz_core import budget
+from viz_core.runtime import budget
 from viz_core.errors import InputError
 from viz_core.i18n import t
 
@@ -172,8 +172,8 @@ def test_an_upload_is_refused_with_503_before_its_body_is_read_when_the_server_i
 
 
 def test_an_upload_is_unpacked_only_within_the_budget(memory):
-    from viz_core.export import zip_bytes
-    from viz_core.uploads import zip_members
+    from viz_core.io.export import zip_bytes
+    from viz_core.io.uploads import zip_members
     data = zip_bytes({"config.json": b"{}"})
     assert zip_members("c.zip", data, ("config.json",), 10 * MB) == {"config.json": b"{}"}
     memory[0] = 995 * MB  # the 10 MB it may inflate to do not fit
@@ -198,7 +198,8 @@ def test_a_training_on_the_cpu_is_refused_when_the_server_is_full(memory):
 
 
 def test_an_uploaded_model_is_refused_when_the_server_is_full_and_the_shipped_ones_still_load(memory):
-    from viz_core.seq2seq.training import load_checkpoint, load_checkpoint_files
+    from viz_core.seq2seq.checkpoint import load_checkpoint_files
+    from viz_core.seq2seq.training import load_checkpoint
     folder = Path(__file__).resolve().parents[1] / "viz_core" / "checkpoints" / "reverse"
     files = {p.name: p.read_bytes() for p in folder.iterdir()}
     assert load_checkpoint_files(dict(files)) is not None

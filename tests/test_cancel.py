@@ -1,4 +1,4 @@
-"""Work for a visitor who left stops (viz_core/cancel.py, app_pages/_ui/leaving.py): a marked thread's computation
+"""Work for a visitor who left stops (viz_core/runtime/cancel.py, app_pages/_ui/leaving.py): a marked thread's computation
 ends at its next check point with Cancelled (torch modules, numpy layers, a pool worker computing for it), other
 threads never notice, and the watcher abandons a session's run only after it has had no connection for the grace."""
 from __future__ import annotations
@@ -8,8 +8,8 @@ import threading
 import pytest
 
 from app_pages._ui import leaving
-from viz_core import cancel
-from viz_core.cancel import Cancelled
+from viz_core.runtime import cancel
+from viz_core.runtime.cancel import Cancelled
 
 
 def in_thread(fn, marked: bool):

@@ -166,9 +166,9 @@ def _html(status: int = 200, extra=(), chunks=(PAGE[:40], PAGE[40:])):
 
 
 def test_the_page_starts_fetching_plotly_js_with_its_own_scripts(static):
-    """Issue #25's cold start: the page's HTML (sent in two chunks here) gets a rel=preload of plotly.js and a script
-    that runs it at the load event through the chart element's own promise; its content-length follows, and a
-    HEAD's content-length is the GET's."""
+    """A cold start fetches plotly.js early: the page's HTML (sent in two chunks here) gets a rel=preload of
+    plotly.js and a script that runs it at the load event through the chart element's own promise; its content-length
+    follows, and a HEAD's content-length is the GET's."""
     status, headers, body, behind = _asgi("/mechanics", answer=_html())
     tags = chart.head_tags()
     src = f"./app/static/plotly.min.js?v={plotly.__version__}"

@@ -131,8 +131,8 @@ def test_a_tap_anywhere_in_a_bars_row_opens_its_head():
 def test_a_click_anywhere_in_a_cell_of_the_race_grid_reports_the_cells_centre():
     """Optimizers' race figure: its click grid is an invisible heatmap (one picture, not a marker per point); a click
     anywhere in a cell reports that cell's centre, the start point the page sets (app_pages/optimizers.apply_click)."""
-    from viz_core import optimizers as opt
-    from viz_core import surfaces
+    from viz_core.lessons import optimizers as opt
+    from viz_core.lessons import surfaces
     from viz_core.plots import optimizers as plots
 
     s = surfaces.SURFACES["bowl"]
@@ -162,3 +162,44 @@ def test_tiled_maps_take_clicks_from_the_pointer_not_plotlys_hit_test():
     js = chart.JS
     assert 'addEventListener("pointerdown"' in js and 'addEventListener("pointerup", up, true)' in js
     assert 'fig.layout.clickmode = "none"' in js
+
+
+def test_a_cells_marker_fills_the_cell_less_a_border_whatever_its_count():
+    """One size rule (common.cell_marker_size): the cell's shorter side (width estimated from a 700 px plot) less
+    6 px, so neighbouring markers never overlap and the hover reaches the corners; 8 px at least, 60 at most."""
+    from viz_core.plots.common import PLOT_WIDTH_PX, cell_marker_size
+    assert PLOT_WIDTH_PX == 700
+    assert cell_marker_size(12, 48) == 42           # 58 px wide, 48 tall: the height decides
+    assert cell_marker_size(24, 48) == 23           # 29 px wide: the width decides
+    assert cell_marker_size(200, 48) == 8           # 3.5 px cells: a marker still to hover
+    assert cell_marker_size(1, 400) == 60           # one wide column: capped
+    for n_cols in range(1, 40):
+        for row_px in (10, 24, 44, 48, 90):
+            size = cell_marker_size(n_cols, row_px)
+            assert 8 <= size <= 60 and (size <= min(row_px, 700 / n_cols) - 6 or size in (8, 60))
+
+
+@pytest.mark.parametrize("name, row_px, size", [("stats", 48, 42), ("importance", 44, 38), ("grid", 700 / H, 52)])
+def test_every_clickable_map_sizes_its_markers_from_its_cells(name, row_px, size):
+    """stats_map, importance_map and model_grid share common.clickable_cells: one marker per cell in layer-major
+    order (point index = layer * heads + head) whose customdata starts [layer, head], sized by the cells' px (the
+    figure's rows: its height less its margins; 700 px across H heads)."""
+    fig = MAPS[name]()
+    margins = {"stats": 120, "importance": 140, "grid": 140}[name]
+    assert (fig.layout.height - margins) / L == pytest.approx(row_px, abs=0.5)
+    markers = fig.data[_tiled(fig)]
+    assert markers.marker.size == size and markers.marker.opacity == 0.0 and markers.marker.symbol == "square"
+    data = np.asarray(markers.customdata)
+    assert data.shape[0] == L * H and [tuple(row[:2]) for row in data.astype(int)] == [
+        (layer, head) for layer in range(L) for head in range(H)]
+
+
+def test_stats_and_importance_maps_carry_each_cells_value_in_the_same_hover():
+    values = np.random.default_rng(1).random((L, H))
+    for fig in (attention.stats_map(values, title="t", value_name="v", layer_label="layer", head_label="head"),
+                importance.importance_map(values, title="t", value_name="v", layer_label="layer", head_label="head",
+                                          value_format=".3f")):
+        markers = fig.data[1]
+        np.testing.assert_allclose(np.asarray(markers.customdata)[:, 2], values.ravel())
+        assert markers.hovertemplate == ("layer %{customdata[0]} · head %{customdata[1]}<br>v: %{customdata[2]:.3f}"
+                                         "<extra></extra>")

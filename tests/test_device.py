@@ -1,4 +1,4 @@
-"""viz_core.device and the device-dependent parts of training, checked on the CPU: device choice, autocast off on
+"""viz_core.runtime.device and the device-dependent parts of training, checked on the CPU: device choice, autocast off on
 the CPU, memory budgets per device, batches moved in blocks (the same batches as step by step), the larger sizes,
 and checkpoints that say they were trained on a GPU loading and decoding on a CPU."""
 import json
@@ -11,13 +11,13 @@ import numpy as np
 import pytest
 import torch
 
-from viz_core import device as dev
+from viz_core.runtime import device as dev
 from viz_core.lm import training as lm_training
 from viz_core.lm.training import LMTrainConfig, LMTrainer, load_lm_files, lm_checkpoint_files
 from viz_core.seq2seq.model import ModelConfig, Seq2SeqTransformer
 from viz_core.seq2seq.tasks import make_task, sample_batch
-from viz_core.seq2seq.training import (MEMORY_LIMIT_BYTES, TrainConfig, Trainer, Translator, check_fits,
-                                       checkpoint_files, fit_config, load_checkpoint_files)
+from viz_core.seq2seq.checkpoint import MEMORY_LIMIT_BYTES, checkpoint_files, load_checkpoint_files
+from viz_core.seq2seq.training import TrainConfig, Trainer, Translator, check_fits, fit_config
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")
 

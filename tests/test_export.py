@@ -1,11 +1,11 @@
-"""viz_core.export: CSV read back with the csv module (quoting, numbers, labels) and NPZ read back with numpy."""
+"""viz_core.io.export: CSV read back with the csv module (quoting, numbers, labels) and NPZ read back with numpy."""
 import csv
 import io
 
 import numpy as np
 import pytest
 
-from viz_core import export
+from viz_core.io import export
 
 
 def read(text: str) -> list[list[str]]:

@@ -1,11 +1,11 @@
-"""viz_core.flights: a long computation in a thread of its own, found again by key, shared, its error read once."""
+"""viz_core.runtime.flights: a long computation in a thread of its own, found again by key, shared, its error read once."""
 import threading
 
 import pytest
 
-from viz_core import cancel
+from viz_core.runtime import cancel
 from viz_core.errors import InputError
-from viz_core.flights import Flights
+from viz_core.runtime.flights import Flights
 
 
 def _gated(calls: list, release: threading.Event, result="done"):
@@ -72,7 +72,7 @@ def test_only_the_last_finished_results_are_kept():
 
 
 def test_a_flight_stops_when_the_visitor_it_computes_for_has_left():
-    """The flight's thread checks the mark of the page thread that started it (viz_core.cancel)."""
+    """The flight's thread checks the mark of the page thread that started it (viz_core.runtime.cancel)."""
     flights, started, release = Flights(), threading.Event(), threading.Event()
 
     def work(progress):

@@ -107,7 +107,7 @@ def test_the_language_model_corpus_reads_the_words_not_the_marks():
 
 @pytest.mark.parametrize("lang, name, suffix", [("en", "Softmax", ""), ("zh", "softmax（归一化指数函数）", "&lang=zh")])
 def test_glossed_turns_marks_into_links_to_the_entry(monkeypatch, lang, name, suffix):
-    monkeypatch.setattr(ui, "_last_lang", lang)  # the language outside a script run
+    monkeypatch.setattr(ui.language, "_last_lang", lang)  # the language outside a script run
     assert ui.glossed("[[softmax]] then [[kv_cache|the cache]].") == \
         f"[{name}](start?part=glossary&term=softmax{suffix}) then " \
         f"[the cache](start?part=glossary&term=kv_cache{suffix})."

@@ -9,14 +9,14 @@ import numpy as np
 import pytest
 import torch
 
-from viz_core import device as dev
-from viz_core import scaling
-from viz_core.jobs import BackgroundJob
+from viz_core.runtime import device as dev
+from viz_core.lessons import scaling
+from viz_core.runtime.jobs import BackgroundJob
 from viz_core.lm.training import LMTrainConfig, LMTrainer, lm_checkpoint_files, load_lm_files
 from viz_core.seq2seq.model import ModelConfig
 from viz_core.seq2seq.tasks import make_task, sample_batch
-from viz_core.seq2seq.training import (TrainConfig, Trainer, accuracy_by_length, checkpoint_files,
-                                       load_checkpoint_files)
+from viz_core.seq2seq.checkpoint import checkpoint_files, load_checkpoint_files
+from viz_core.seq2seq.training import TrainConfig, Trainer, accuracy_by_length
 
 pytestmark = [pytest.mark.gpu, pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")]
 

@@ -17,11 +17,11 @@ ROOT = Path(__file__).resolve().parents[1]
 SOURCES = [ROOT / "app.py", *sorted((ROOT / "app_pages").rglob("*.py")), *sorted((ROOT / "viz_core").rglob("*.py"))]
 
 # (file, enclosing function) of every call that writes raw HTML
-RAW_HTML_PLACES = {("app_pages/_ui/__init__.py", "latex"), ("app_pages/_ui/__init__.py", "page_style")}
+RAW_HTML_PLACES = {("app_pages/_ui/markdown.py", "latex"), ("app_pages/_ui/style.py", "page_style")}
 # formulas that are not written at the call itself: each is a constant of this code (checked below)
 FORMULA_SOURCES = {("app_pages/anatomy.py", "formula"),          # _formulas(*tex): its callers pass literals
-                   ("app_pages/optimizers.py", "surface.latex"),  # viz_core.surfaces.SURFACES
-                   ("app_pages/optimizers.py", "opt.LATEX[n]"),   # viz_core.optimizers.LATEX
+                   ("app_pages/optimizers.py", "surface.latex"),  # viz_core.lessons.surfaces.SURFACES
+                   ("app_pages/optimizers.py", "opt.LATEX[n]"),   # viz_core.lessons.optimizers.LATEX
                    ("app_pages/_ui/path.py", "step.formula"),     # viz_core.learning.path.STEPS
                    ("app_pages/head_finder.py", "FORMULAS[score]")}  # the page's own table of literals
 HOSTILE = '</div><img src=x onerror="alert(1)"> $$\n\n![t](http://example.invalid/t.png)\n\n$$ <b>bold</b> " x'
@@ -79,7 +79,7 @@ def test_every_formula_is_written_in_this_code():
 
 
 def test_the_formula_tables_are_plain_strings_of_this_code():
-    from viz_core import optimizers, surfaces
+    from viz_core.lessons import optimizers, surfaces
     from viz_core.learning import path
     tables = [s.latex for s in surfaces.SURFACES.values()] + list(optimizers.LATEX.values()) + \
         [s.formula for s in path.STEPS if s.formula]

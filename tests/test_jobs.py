@@ -1,4 +1,4 @@
-"""Background jobs (viz_core.jobs): work runs in its own thread, stops on request or when its session is gone, and
+"""Background jobs (viz_core.runtime.jobs): work runs in its own thread, stops on request or when its session is gone, and
 waits for a server-wide slot in arrival order. The training-job widget's runs (app_pages/_ui/training_job.py): their
 trainers one after the other, and one RunResult for every way a run ends."""
 import os
@@ -9,9 +9,9 @@ from dataclasses import replace
 import pytest
 
 from app_pages._ui.training_job import Run, RunResult, run_result
-from viz_core import jobs
-from viz_core.jobs import BackgroundJob, JobSlots
-from viz_core.settings import env_int
+from viz_core.runtime import jobs
+from viz_core.runtime.jobs import BackgroundJob, JobSlots
+from viz_core.runtime.settings import env_int
 
 
 def counter(n: int, delay: float = 0.0, stop: threading.Event | None = None):

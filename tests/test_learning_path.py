@@ -41,7 +41,7 @@ def test_softmax_and_mix_match_torch():
 
 
 def test_worked_example_row_is_the_softmax_of_scaled_scores():
-    from viz_core import mechanics as mech
+    from viz_core.lessons import mechanics as mech
     a = path.answer_qk()
     x = torch.tensor(mech.WORKED_X, dtype=torch.float64)
     q, k = x @ torch.tensor(mech.WORKED_WQ), x @ torch.tensor(mech.WORKED_WK)
@@ -193,7 +193,7 @@ def test_the_first_prediction_is_the_one_that_counts():
 def test_step_one_gives_the_numbers_it_asks_about():
     """Step 1 asks which key the query of 哈基咪 weighs most: it shows that query and the three keys (the notes'
     x W_Q, x W_K), and those numbers, as shown, point to the app's answer."""
-    from viz_core import mechanics as mech
+    from viz_core.lessons import mechanics as mech
     given = path.GIVENS["qk"]()
     assert set(given) == {"q", "k1", "k2", "k3"}
     x = torch.tensor(mech.WORKED_X, dtype=torch.float64)

@@ -1,4 +1,4 @@
-"""viz_core.mechanics (and what it added to viz_core.attention / viz_core.masks) against torch references, the study
+"""viz_core.lessons.mechanics (and what it added to viz_core.attention / viz_core.masks) against torch references, the study
 notes' printed numbers and the formulas; plus the invariants: rows sum to 1, blocked weights 0, no NaN."""
 import math
 import re
@@ -10,7 +10,7 @@ import torch
 import torch.nn.functional as F
 
 from viz_core import i18n
-from viz_core import mechanics as mech
+from viz_core.lessons import mechanics as mech
 from viz_core.attention import AdditiveAttention, MultiHeadAttention, additive_scores, scaled_dot_product_attention
 from viz_core.errors import InputError
 from viz_core.masks import (causal_mask, causal_padding_mask, combine_masks, padded_query_rows, padding_mask,
@@ -514,7 +514,7 @@ def test_additive_vs_dot_and_cost():
 # ---------------------------------------------------------------- every message the page can show exists
 def test_error_codes_and_dynamic_keys_are_translated():
     strings = i18n.namespace("mechanics")
-    codes = set(re.findall(r'InputError\("mechanics\.([a-z_0-9]+)"', (ROOT / "viz_core/mechanics.py").read_text()))
+    codes = set(re.findall(r'InputError\("mechanics\.([a-z_0-9]+)"', (ROOT / "viz_core/lessons/mechanics.py").read_text()))
     assert len(codes) >= 15
     dynamic = ({f"sec_{s}" for s in ("steps", "masks", "variants", "cross", "additive")}
                | {f"src_{s}" for s in ("worked", "random", "real")}

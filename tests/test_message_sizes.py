@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from app_pages._ui.chart import to_bytes
-from viz_core import position_demos as demos
+from viz_core.lessons import position_demos as demos
 from viz_core.plots import attention as attention_plots
 from viz_core.plots import compare as compare_plots
 from viz_core.plots import mechanics as mechanics_plots
@@ -44,7 +44,7 @@ def weights(n_rows: int, n_cols: int, seed: int = 0) -> np.ndarray:
 # ---------------------------------------------------------------- the pages' largest figures
 @pytest.mark.parametrize("lang", ["en", "zh"])
 def test_scaling_weight_maps_at_512_tokens(lang):
-    """Scaling, part 3: 2,000 typed characters are 512 tokens; each of its two maps was 4.7 (en) / 8.0 (zh) MB."""
+    """Scaling, part 3: 2,000 typed characters are 512 tokens; each of its two maps fits in half a message."""
     fig = scaling_plots.weights_map(weights(N, N), tokens(lang), title="Scaled weights", x_title="key token",
                                     y_title="query token", value_name="weight")
     assert sent(fig) <= MESSAGE_BYTES / 2

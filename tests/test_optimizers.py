@@ -1,4 +1,4 @@
-"""viz_core.optimizers / surfaces / schedules against torch.optim, autograd, the paper's formula and known minima."""
+"""viz_core.lessons.optimizers / surfaces / schedules against torch.optim, autograd, the paper's formula and known minima."""
 import base64
 import math
 import warnings
@@ -7,8 +7,9 @@ import numpy as np
 import pytest
 import torch
 
-from viz_core import optimizers as opt
-from viz_core import i18n, schedules, surfaces
+from viz_core.lessons import optimizers as opt
+from viz_core import i18n
+from viz_core.lessons import schedules, surfaces
 from viz_core.errors import InputError
 from viz_core.plots import optimizers as plots
 
@@ -64,7 +65,7 @@ def test_custom_hyperparameters_and_float32(name):
                                _run(ref, rkw, s, 1e-3, 100, torch.float32), rtol=1e-4, atol=1e-5)
 
 
-def test_defaults_are_the_issues():
+def test_defaults_are_the_lessons_not_all_of_torchs():
     p = [torch.zeros(2, requires_grad=True)]
     assert opt.Momentum(p).hyper == {"momentum": 0.9}
     assert opt.RMSProp(p).hyper == {"alpha": 0.9, "eps": 1e-8}

@@ -18,7 +18,7 @@ def test_norms_en_matches_torch_and_reports_std_gap():
     at = run_page("anatomy", {"lang": "en"})
     assert_clean(at)
     assert at.title[0].value == "Anatomy of a Transformer block"
-    assert len(charts(at)) == 4  # the four grids; two more parts open on demand (issue #25)
+    assert len(charts(at)) == 4  # the four grids; two more parts open on demand
     assert [e.label for e in at.expander] == [
         "Mean and spread of every token and every feature, before and after each norm",
         "The notes' LayerNorm: unbiased std, ε added to the std"]

@@ -69,7 +69,7 @@ def test_bad_or_odd_input_never_raises(text):
         assert not at.error and len(_plots(at)) == 1
 
 
-ZH_SENTENCE = "我今天在图书馆学习注意力机制，老师说它很重要。"  # issue #21
+ZH_SENTENCE = "我今天在图书馆学习注意力机制，老师说它很重要。"  # Chinese typed on the English default model
 
 
 @pytest.mark.parametrize("lang, words, offline", [

@@ -1,4 +1,4 @@
-"""AppTest of the Attention page's "Compare two texts" view (issue #24): the maps, the difference and the ranking are
+"""AppTest of the Attention page's "Compare two texts" view: the maps, the difference and the ranking are
 viz_core.pretrained.compare's numbers for the packaged model; the variant is in the address; odd variants are
 messages; other models (a decoder, an encoder-decoder's cross attention) compare too."""
 from __future__ import annotations

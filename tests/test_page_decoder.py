@@ -1,4 +1,4 @@
-"""Issue #22, as the pages show it: the logit lens, attention sinks and the model's make-up on the Language model
+"""Inside a decoder, as the pages show it: the logit lens, attention sinks and the model's make-up on the Language model
 page (its own models, offline) and on the Attention page (tiny random GPT-2 and Llama-with-GQA decoders saved as
 server folders), in both languages; links into Mechanics, Positions and Anatomy open them in the promised state."""
 from __future__ import annotations

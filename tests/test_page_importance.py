@@ -90,7 +90,7 @@ def test_t5_without_target_says_what_to_do(tiny_folders, folders_allowed):
 
 
 def test_npz_bytes_round_trip():
-    from viz_core import export  # the one writer of the view's downloads
+    from viz_core.io import export  # the one writer of the view's downloads
     data = np.load(io.BytesIO(export.npz_bytes(effect=np.ones((2, 3)), metric="pair_cosine")))
     assert data["effect"].shape == (2, 3) and str(data["metric"]) == "pair_cosine"
 
@@ -132,8 +132,8 @@ def test_the_packaged_model_answers_in_numpy_until_transformers_has_it(monkeypat
 def test_waiting_starts_again_a_flight_cancelled_for_a_visitor_who_left():
     """Two visitors share a flight; the one it was started for leaves, so it stops with Cancelled. The one still
     waiting (its own thread unmarked) gets the result of a new flight; a visitor who has left gets Cancelled."""
-    from viz_core import cancel
-    from viz_core.flights import Flights
+    from viz_core.runtime import cancel
+    from viz_core.runtime.flights import Flights
 
     flights, runs = Flights(), []
 

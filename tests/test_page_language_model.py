@@ -53,7 +53,7 @@ def test_opens_on_the_shipped_induction_story(lang, title, tab_labels):
 
 @pytest.mark.parametrize("lang", ["en", "zh"])
 def test_the_heads_form_when_played(lang):
-    """Issue #24: the two head patterns are one figure with a frame per training snapshot (the shipped model's own
+    """The two head patterns are one figure with a frame per training snapshot (the shipped model's own
     maps and scores), opening on the slider's snapshot, with Play / Pause."""
     at = open_lm({"lang": lang, "snap": "3"})
     assert_clean(at)
@@ -136,7 +136,7 @@ def test_generate_tab_draws_each_step(lang):
     at.slider(key="language_model.gen_step").set_value(5).run()
     assert_clean(at)
     assert ("step 5" if lang == "en" else "第 5 步") in figure_text(at)
-    fig = next(f for f in figures(at) if f.get("frames"))  # issue #24: every step is a frame, played in the browser
+    fig = next(f for f in figures(at) if f.get("frames"))  # every step is a frame, played in the browser
     assert len(fig["frames"]) == 12 and not fig["layout"].get("sliders")  # the page's slider is the one
     assert fig["layout"]["title"]["text"].endswith(": 5")
     assert ("step 5" if lang == "en" else "第 5 步") in fig["layout"]["annotations"][0]["text"]
@@ -180,7 +180,7 @@ def test_training_runs_as_a_job_and_replaces_the_shipped_model_zh():
 
 
 def test_closed_settings_are_not_drawn_and_still_decide_the_run():
-    """Issue #25: the training settings are drawn only while their fold is open; closed, the address's values hold
+    """The training settings are drawn only while their fold is open; closed, the address's values hold
     and are the ones the run trains with."""
     at = open_lm({"lang": "en", "induction_seconds": "7", "induction_seed": "3", "induction_kv": "mqa"})
     assert_clean(at)

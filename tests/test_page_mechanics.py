@@ -32,7 +32,7 @@ def test_steps_worked_example_en():
     titles = _titles(at)
     assert "Q = X W_q  (3 × 2)" in titles and "softmax, each row sums to 1  (3 × 3)" in titles
     # Q, K, V, QK^T, scaled, softmax, output: no "+ mask" stage without a mask, and the inputs X, W_q, W_k, W_v
-    # sit in their editors, in a section drawn only while open (issue #25)
+    # sit in their editors, in a section drawn only while open
     assert any(t.startswith("Q Kᵀ / √d_k") for t in titles) and len(titles) == 7
     assert "No mask is on" in _text(at) and not at.dataframe
     weights = _z(next(f for f in _figures(at) if f["layout"]["title"]["text"].startswith("softmax")))
@@ -41,7 +41,7 @@ def test_steps_worked_example_en():
     at.checkbox(key="mechanics.scale").uncheck().run()
     assert "Q Kᵀ, not scaled  (3 × 3)" in _titles(at)
     at.checkbox(key="mechanics.causal").check().run()
-    # issue #24: no greyed-out p slider while dropout is off (its label read at contrast 2.3), a line instead
+    # no greyed-out p slider while dropout is off (a disabled label fails WCAG contrast), a line instead
     assert not [s for s in at.slider if s.key == "mechanics.p"] and "switch on training mode" in _text(at)
     at.checkbox(key="mechanics.train").check().run()
     assert_clean(at)

@@ -82,7 +82,7 @@ def test_fair_race_schedule_extras_and_inspect():
 
 
 def test_closed_sections_are_not_drawn_and_their_values_hold():
-    """The hyperparameter and schedule sections are drawn only while open (issue #25), and a value set in them (or
+    """The hyperparameter and schedule sections are drawn only while open, and a value set in them (or
     given by a link) decides the race whether they are open or closed."""
     moved = {"lang": "en", "steps": "60", "beta1": "0.5", "own_adam": "1", "lr_adam": "0.02", "sched": "cosine"}
     closed = run_page("optimizers", moved)
@@ -145,7 +145,7 @@ def test_steps_out_of_range_are_named_as_typed(lang, message):
 
 
 def test_the_steps_box_refuses_0():
-    """A race needs at least one step, so the box's minimum is 1 (it took 0, and the page then showed
+    """A race needs at least one step, so the box's minimum is 1 (a 0 would leave the page with
     no race). 0 typed, or in a link, leaves the steps as they were; 1 is taken."""
     at = run_page("optimizers", {"lang": "en", "steps": "40"})
     at.number_input(key=STEPS).set_value(0).run()
@@ -162,8 +162,8 @@ def test_the_steps_box_refuses_0():
 
 
 def test_the_racers_are_one_row_of_pills_that_the_address_holds():
-    """Issue #25: the racers are one st.pills (a checkbox each cost the page switch 14 ms); the address names them, in
-    the race's own order whatever the order picked, and a name the page does not know is dropped."""
+    """The racers are one st.pills, not a checkbox each (fewer elements for a page switch to draw); the address
+    names them, in the race's own order whatever the order picked, and a name the page does not know is dropped."""
     at = run_page("optimizers", {"lang": "en", "racers": "adam,sgd", "steps": "40"})
     assert_clean(at)
     assert not at.checkbox or not [c for c in at.checkbox if c.key and c.key.startswith("optimizers.r_")]

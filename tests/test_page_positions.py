@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 
 from tests.conftest import assert_clean, chart_spec, charts, plotly_array, run_page, widget
-from viz_core import positional as P
+from viz_core.lessons import positional as P
 
 
 def _figure(at, i: int = 0) -> dict:

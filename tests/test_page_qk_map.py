@@ -1,4 +1,4 @@
-"""AppTest of the Attention page's "Query–key map" view (issue #24): the points are the projection of the packaged
+"""AppTest of the Attention page's "Query–key map" view: the points are the projection of the packaged
 model's own queries and keys; the variance kept is stated; a chosen query (from the address, as a click leaves it)
 shows its attention row, equal to the model's; options and the chosen query live in the address; a decoder is told
 why the map needs an encoder."""

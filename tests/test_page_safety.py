@@ -1,4 +1,4 @@
-"""AppTest of what a visitor can type or put in an address (issue #19): no crash on a one-head cross attention or
+"""AppTest of what a visitor can type or put in an address: no crash on a one-head cross attention or
 an odd d_model, typed markup stays text in figures and messages, a run stopped while in line says so, a
 checkpoint with an absurd config is refused with a message, and the Compare tab keeps the Train tab's budget."""
 from __future__ import annotations
@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from tests.conftest import assert_clean, figures, run_page, widget
-from viz_core.jobs import default_slots
+from viz_core.runtime.jobs import default_slots
 
 MARKUP = "<b>word</b> <i>x</i> & __class__"
 ESCAPED = ["&lt;b&gt;word&lt;/b&gt;", "&lt;i&gt;x&lt;/i&gt;", "&amp;", "__class__"]
@@ -43,7 +43,7 @@ def _flat(values):
             yield v
 
 
-# ---------------------------------------------------------------- crashes found in #19
+# ---------------------------------------------------------------- odd model shapes from the address
 @pytest.mark.parametrize("query", [{"xh": "1"}, {"xdm": "3"}, {"xdm": "2", "xh": "1"}, {"xdm": "99"}])
 def test_cross_attention_with_one_head_or_an_odd_width_draws(query):
     for lang in ("en", "zh"):

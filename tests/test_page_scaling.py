@@ -3,7 +3,7 @@ import pytest
 
 from app_pages._ui import scaling as data
 from tests.conftest import assert_clean, charts, run_page, widget
-from viz_core import scaling
+from viz_core.lessons import scaling
 
 
 def _charts(at) -> int:

@@ -38,7 +38,7 @@ def test_opens_with_the_shipped_model_and_only_the_open_tab_is_drawn_en():
 
 
 def test_closed_folds_draw_nothing_and_their_settings_hold():
-    """Issue #25: the optimizer settings and the schedule chart are drawn only while their fold is open; closed, the
+    """The optimizer settings and the schedule chart are drawn only while their fold is open; closed, the
     settings still decide the run (the address's lr / warmup reach the schedule), and the compare tab's settings too."""
     at = run_page("train", {"lang": "en", "lr": "2", "warmup": "100", "preset": "tiny"})
     assert_clean(at)
@@ -63,7 +63,7 @@ def test_closed_folds_draw_nothing_and_their_settings_hold():
 
 @pytest.mark.parametrize("lang", ["en", "zh"])
 def test_snapshots_play_in_the_browser_from_the_sliders_snapshot(lang):
-    """Issue #24: the snapshot maps carry one frame per snapshot (the shipped model's own maps), open on the
+    """The snapshot maps carry one frame per snapshot (the shipped model's own maps), open on the
     slider's snapshot, and have Play / Pause; the slider (and so the address) is not touched by playing."""
     at = run_page("train", {"lang": lang, "tab": "snapshots", "snap": "2"})
     assert_clean(at)
@@ -104,7 +104,7 @@ def test_short_training_run_zh():
     assert_clean(at)
     assert "你正在查看的模型" in badges(at) and "正在训练" not in badges(at)  # the shipped model, no live panel
     at.button(key="train.go").click().run()
-    assert ":red-badge[" in badges(at) and "正在训练（实时）" in badges(at)  # issue #24: the live run, marked
+    assert ":red-badge[" in badges(at) and "正在训练（实时）" in badges(at)  # the live run, marked
     assert any(b.key == "train.live_stop" for b in at.button)  # its one Stop, in the live panel
     finish_training(at)
     assert_clean(at)

@@ -9,8 +9,9 @@ import pytest
 
 from app_pages._ui.training_job import shipped_path
 from tests.conftest import APP_TIMEOUT_S, assert_clean, figures, run_page
-from viz_core.export import zip_bytes
-from viz_core.seq2seq.training import checkpoint_files, load_checkpoint
+from viz_core.io.export import zip_bytes
+from viz_core.seq2seq.checkpoint import checkpoint_files
+from viz_core.seq2seq.training import load_checkpoint
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")  # small models: one torch thread
 

@@ -1,5 +1,5 @@
 """Text on chart cells picks black or white from its own cell's colour (WCAG contrast), in every annotated heatmap;
-the attention colour scale and the first head shown (issue #11)."""
+the attention colour scale and the first head shown."""
 import numpy as np
 import pytest
 

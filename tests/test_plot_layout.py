@@ -1,4 +1,4 @@
-"""Figures the browser draws once (issue #15): margins reserved for the labels, mask strokes as one path, colour bars
+"""Figures the browser draws once: margins reserved for the labels, mask strokes as one path, colour bars
 only where the cells do not carry their values, the loading placeholder."""
 import numpy as np
 import plotly.graph_objects as go
@@ -96,7 +96,7 @@ def test_placeholder_is_text_only():
 
 
 def test_eight_heads_name_the_key_axis_under_the_bottom_row_only():
-    """Issue #24: in a 2 x 4 grid the top row's key title ran into the bottom row's head titles."""
+    """In a 2 x 4 grid the key title sits under the bottom row only, where it cannot run into the head titles."""
     from viz_core.plots import train as train_plots
     maps = np.full((8, 5, 5), 0.2)
     fig = train_plots.attention_heads(maps, list("abcde"), list("abcde"), [f"head {h}" for h in range(8)],
@@ -124,7 +124,7 @@ def test_a_played_history_has_a_frame_per_moment_and_opens_on_the_chosen_one():
 
 def test_head_heatmap_sets_the_margins_fit_margins_finds():
     """head_heatmap computes its margins from the labels it knows (label_margins) instead of walking its figure with
-    fit_margins afterwards (issue #25: a layer change's server time); both must give the same margins, for short
+    fit_margins afterwards (a layer change then costs the server less); both must give the same margins, for short
     input (every token named, x labels turned past 6 columns), long numbered input and wide CJK labels."""
     from viz_core.plots.attention import head_heatmap
 

@@ -1,4 +1,4 @@
-"""Typed text is shown as typed in every figure (issue #19): plotly reads <b>, <i>, <br>, <a href> and <span style>
+"""Typed text is shown as typed in every figure: plotly reads <b>, <i>, <br>, <a href> and <span style>
 in tick labels, hover values, cell text and annotations, so every builder that takes user-derived strings writes
 them through plots.common.plain (entities, which plotly draws as the characters)."""
 from __future__ import annotations

@@ -23,7 +23,7 @@ def test_labels_of_a_cluster_take_places_that_do_not_overlap():
     xy = np.array([[5.0, 5.0], [5.02, 5.01], [4.99, 5.03], [5.01, 4.98]])  # four tokens in one spot
     texts = ["the", "cat", "sat", "mat"]
     places = label_places(xy, texts, (10.0, 10.0), (640, 440))
-    assert len(set(places)) == 4  # all "top center" before: drawn on top of each other
+    assert len(set(places)) == 4  # one place for all ("top center") would draw them on top of each other
     boxes = _boxes(xy, texts, places)
     for i in range(4):
         for j in range(i):

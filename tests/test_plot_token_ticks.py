@@ -1,4 +1,4 @@
-"""viz_core.plots.attention.head_heatmap's token labels (issue #21): every token named while there is room, else
+"""viz_core.plots.attention.head_heatmap's token labels: every token named while there is room, else
 every step-th one numbered with its position, never a thinned list that reads as a scrambled sentence."""
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""viz_core.position_demos (what the Positions page draws) against references written out by hand: the paper's
+"""viz_core.lessons.position_demos (what the Positions page draws) against references written out by hand: the paper's
 formula cell by cell, dot products in loops, the 2x2 rotation of the angle-sum formulas, and the invariants each
 study is about (a Toeplitz similarity, norms of sqrt(d/2) and 1, permutation equivariance without PE)."""
 import math
@@ -6,8 +6,8 @@ import math
 import numpy as np
 import pytest
 
-from viz_core import position_demos as demos
-from viz_core import positional as P
+from viz_core.lessons import position_demos as demos
+from viz_core.lessons import positional as P
 from viz_core.errors import InputError
 
 

@@ -1,4 +1,4 @@
-"""viz_core.positional against the paper's formula written out by hand, the angle-sum identities, complex-number
+"""viz_core.lessons.positional against the paper's formula written out by hand, the angle-sum identities, complex-number
 rotation (RoPE) and torch attention's permutation equivariance."""
 import math
 
@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 import torch
 
-from viz_core import positional as P
+from viz_core.lessons import positional as P
 from viz_core.errors import InputError
 
 

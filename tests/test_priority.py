@@ -1,4 +1,4 @@
-"""Visitors first (viz_core.priority): a training step waits while a visitor's computation runs, within a bound."""
+"""Visitors first (viz_core.runtime.priority): a training step waits while a visitor's computation runs, within a bound."""
 from __future__ import annotations
 
 import threading
@@ -6,11 +6,11 @@ import time
 
 import pytest
 
-from viz_core import priority
+from viz_core.runtime import priority
 from viz_core.lm.training import LMTrainConfig, LMTrainer
 from viz_core.seq2seq.tasks import make_task
 from viz_core.seq2seq.training import TrainConfig, Trainer
-from viz_core.settings import env_float
+from viz_core.runtime.settings import env_float
 
 from .seq2seq.test_training import TINY
 
@@ -77,7 +77,7 @@ def test_a_fair_gate_serves_in_order_of_arrival_and_never_more_than_its_slots():
     import threading
     import time
 
-    from viz_core.priority import FairGate
+    from viz_core.runtime.priority import FairGate
     gate, order, inside, most = FairGate(2, poll=0.01), [], [0], [0]
     lock, hold = threading.Lock(), threading.Event()
 
@@ -109,7 +109,7 @@ def test_a_wait_at_the_fair_gate_can_be_left_and_the_next_one_goes_on():
 
     import pytest
 
-    from viz_core.priority import FairGate
+    from viz_core.runtime.priority import FairGate
     gate, release, got = FairGate(1, poll=0.01), threading.Event(), []
 
     class Left(Exception):

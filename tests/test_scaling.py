@@ -1,4 +1,4 @@
-"""viz_core.scaling: Var(q.k) against theory, softmax statistics against torch, saturation invariants, experiment."""
+"""viz_core.lessons.scaling: Var(q.k) against theory, softmax statistics against torch, saturation invariants, experiment."""
 import math
 from fractions import Fraction
 
@@ -8,7 +8,7 @@ import torch
 import torch.nn.functional as F
 
 import viz_core
-from viz_core import scaling
+from viz_core.lessons import scaling
 from viz_core.attention import scaled_dot_product_attention
 from viz_core.errors import InputError
 
@@ -117,7 +117,7 @@ def test_jacobian_norm_of_saturated_rows_is_not_zero(d_k, true_norm):
     exact = _exact_jacobian_norm(p)
     assert exact == pytest.approx(true_norm, rel=1e-3)
     assert scaling.jacobian_frobenius(p) == pytest.approx(exact, rel=1e-12)
-    assert _expanded_formula(p) == 0.0  # what the page printed before: the test does exercise the cancellation
+    assert _expanded_formula(p) == 0.0  # the textbook formula's answer: the test does exercise the cancellation
 
 
 def test_jacobian_norm_against_exact_fractions_at_every_saturation():
@@ -313,7 +313,7 @@ def test_experiment_bad_config(field, value):
 
 
 def test_histogram_bars_are_numpys_density_binned_on_the_server():
-    """The histogram arrives as `bins` bars (np.histogram, density=True), never as the raw samples (issue #25)."""
+    """The histogram arrives as `bins` bars (np.histogram, density=True), never as the raw samples."""
     from viz_core.plots import scaling as plots
 
     values = np.random.default_rng(0).normal(0, 3, 10_000)

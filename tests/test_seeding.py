@@ -1,4 +1,4 @@
-"""Seeded results do not depend on what other threads (other visitors' sessions) draw meanwhile (viz_core.seeding)."""
+"""Seeded results do not depend on what other threads (other visitors' sessions) draw meanwhile (viz_core.runtime.seeding)."""
 import ast
 import threading
 from pathlib import Path
@@ -6,7 +6,8 @@ from pathlib import Path
 import pytest
 import torch
 
-from viz_core import anatomy, mechanics, seeding
+from viz_core.lessons import anatomy, mechanics
+from viz_core.runtime import seeding
 from viz_core.lm.training import LMTrainConfig, LMTrainer
 from viz_core.seq2seq.model import ModelConfig
 from viz_core.seq2seq.tasks import make_task
@@ -117,7 +118,7 @@ def test_a_training_draws_the_same_whatever_runs_beside_it(losses):
 
 
 def test_no_code_seeds_the_process_generator_directly():
-    """torch.manual_seed reseeds the generator every thread shares: seeded code goes through viz_core.seeding."""
+    """torch.manual_seed reseeds the generator every thread shares: seeded code goes through viz_core.runtime.seeding."""
     offenders = []
     for path in [*ROOT.joinpath("viz_core").rglob("*.py"), *ROOT.joinpath("app_pages").rglob("*.py")]:
         if path.name == "seeding.py":

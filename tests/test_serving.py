@@ -1,4 +1,4 @@
-"""The server's limits (app_pages/_ui/serving.py, memory.py, state.py; issue #19), each on its own: the unread-bytes
+"""The server's limits (app_pages/_ui/serving.py, memory.py, state.py), each on its own: the unread-bytes
 limit and the upload limit as ASGI middleware around fake apps, the memory release, and the widget metadata that a
 session keeps over many reruns of a page (AppTest)."""
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""viz_core.threads.thread_budget limits the calling thread only: not a thread running beside it, not a thread
+"""viz_core.runtime.threads.thread_budget limits the calling thread only: not a thread running beside it, not a thread
 created while it holds the budget (torch.set_num_threads would leak to both)."""
 from __future__ import annotations
 
@@ -7,8 +7,8 @@ import threading
 import pytest
 import torch
 
-from viz_core import threads
-from viz_core.threads import thread_budget
+from viz_core.runtime import threads
+from viz_core.runtime.threads import thread_budget
 
 pytestmark = pytest.mark.skipif(threads._openmp() is None, reason="torch here does not use a bundled libgomp")
 
@@ -105,7 +105,7 @@ def test_missing_library_is_a_logged_no_op(monkeypatch, caplog, three_threads):
     threads._openmp.cache_clear()
     monkeypatch.setattr(threads.Path, "glob", lambda self, pattern: iter(()))
     try:
-        with caplog.at_level("INFO", logger="viz_core.threads"):
+        with caplog.at_level("INFO", logger="viz_core.runtime.threads"):
             with thread_budget(1):
                 assert torch.get_num_threads() == three_threads
         assert "no-op" in caplog.text
@@ -144,10 +144,10 @@ def test_model_computations_share_the_cores(three_threads, monkeypatch):
 
 
 def test_a_model_computation_holds_background_work_back():
-    """app_pages/_ui/models.heavy marks a visitor's computation as foreground work (viz_core.priority), and only
+    """app_pages/_ui/models.heavy marks a visitor's computation as foreground work (viz_core.runtime.priority), and only
     while it runs."""
     from app_pages._ui import models
-    from viz_core import priority
+    from viz_core.runtime import priority
     assert not priority.busy()
     with models.heavy():
         assert priority.busy()
@@ -158,7 +158,7 @@ def test_long_computations_leave_one_place_to_short_ones(monkeypatch):
     """app_pages/_ui/models.heavy(long=True): with two places, a long run holds one and a second long run waits for
     it, while a short pass still gets the other place at once."""
     from app_pages._ui import models
-    from viz_core import priority
+    from viz_core.runtime import priority
     monkeypatch.setattr(models, "_gate", priority.FairGate(2, poll=0.01))
     monkeypatch.setattr(models, "_long_gate", priority.FairGate(1, poll=0.01))
     first_in, release, seen = threading.Event(), threading.Event(), []

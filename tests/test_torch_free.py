@@ -1,4 +1,4 @@
-"""The packaged model never needs torch's or transformers' memory (issue #25: about 340 MB of a small server): every
+"""The packaged model never needs torch's or transformers' memory (about 340 MB of a small server): every
 view of the Attention page runs without importing torch, the other pages that read the packaged model (Q / K / V on
 Mechanics and Scaling, learned positions on Positions) without importing transformers, and the server's warm-up
 imports neither. Checked in a fresh Python process (this one has imported both for other tests)."""

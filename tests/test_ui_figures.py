@@ -1,8 +1,11 @@
-"""ui.plot and the figures shared by every session: a shared figure is serialised once and sent as that (issue #25),
-exactly what would have been sent for the figure itself, by the house chart element or by st.plotly_chart; and the
-pages need no Streamlit "magic" (it is off in .streamlit/config.toml)."""
+"""ui.plot and the figures shared by every session: a shared figure is serialised once and sent as that, exactly what
+would have been sent for the figure itself, by the house chart element or by st.plotly_chart; every figure carries the
+house settings while plotly's global templates stay as they are; and the pages need no Streamlit "magic" (it is off in
+.streamlit/config.toml)."""
 import ast
 import json
+import subprocess
+import sys
 import tomllib
 from pathlib import Path
 
@@ -12,6 +15,7 @@ from streamlit.testing.v1 import AppTest
 
 from app_pages import _ui as ui
 from app_pages._ui import caches, chart
+from app_pages._ui import figures as ui_figures
 from tests.conftest import charts
 from viz_core.plots import positions as position_plots
 
@@ -52,28 +56,66 @@ def test_without_the_chart_element_a_shared_figure_goes_to_plotly_chart_as_itsel
 
 def test_share_serialises_once_and_plot_hands_it_over_without_a_copy(monkeypatch):
     fig = ui.share(_figure())
-    payload = getattr(fig, ui._JSON)
-    assert json.loads(payload) == json.loads(chart.to_bytes(_figure().to_dict()))
+    payload = getattr(fig, ui_figures._JSON)
+    assert json.loads(payload) == json.loads(chart.to_bytes(ui_figures.spec(_figure())))
     monkeypatch.setattr(chart, "available", lambda: False)
     fig = ui.share(_figure())
-    spec = getattr(fig, ui._SPEC)
-    assert spec == _figure().to_dict() and not hasattr(fig, ui._JSON)
-    assert ui._Serialised(spec).to_dict() is spec
+    spec = getattr(fig, ui_figures._SPEC)
+    assert spec == ui_figures.spec(_figure()) and not hasattr(fig, ui_figures._JSON)
+    assert ui_figures._Serialised(spec).to_dict() is spec
     import plotly.tools
-    assert plotly.tools.return_figure_from_figure_or_data(ui._Serialised(spec), validate_figure=True) is spec
+    assert plotly.tools.return_figure_from_figure_or_data(ui_figures._Serialised(spec), validate_figure=True) is spec
 
 
 def test_shared_figures_come_back_serialised_and_counted_twice(monkeypatch):
-    cache = caches.ByteBoundedCache(10 * 2**20, size=ui._figure_bytes)
-    monkeypatch.setattr(ui, "_figure_cache", lambda: cache)
+    cache = caches.ByteBoundedCache(10 * 2**20, size=ui_figures._figure_bytes)
+    monkeypatch.setattr(ui_figures, "_figure_cache", lambda: cache)
     figures = ui.SharedFigures(position_plots)
     values = [[0.0, 1.0], [1.0, 0.0]]
     kw = dict(title="PE", x_title="dimension", y_title="position", value_name="value")
     first = figures.encoding_heatmap(np.array(values), [0, 1], [0, 1], **kw)
     again = figures.encoding_heatmap(np.array(values), [0, 1], [0, 1], **kw)
     assert again is first
-    assert json.loads(getattr(first, ui._JSON))["data"] == json.loads(first.to_json())["data"]
-    assert cache.used == 2 * len(getattr(first, ui._JSON))
+    assert json.loads(getattr(first, ui_figures._JSON))["data"] == json.loads(first.to_json())["data"]
+    assert cache.used == 2 * len(getattr(first, ui_figures._JSON))
+
+
+def test_every_drawn_figure_carries_the_house_settings():
+    """Tick labels may overflow their axes and colour bars (no measuring of every label in the browser): set on the
+    figure's own template where it is drawn, shared or not, by the chart element and by st.plotly_chart alike."""
+    at = AppTest.from_function(_plot_both, default_timeout=30).run()
+    assert not at.exception
+    for payload in (el.proto.bytes for el in charts(at)):
+        template = json.loads(payload)["layout"]["template"]
+        assert template["layout"]["xaxis"]["ticklabeloverflow"] == "allow"
+        assert template["layout"]["yaxis"]["ticklabeloverflow"] == "allow"
+        assert template["data"]["heatmap"][0]["colorbar"]["ticklabeloverflow"] == "allow"
+    assert "ticklabeloverflow" not in json.dumps(_figure().to_dict())  # the figure itself is left as it was built
+
+
+IMPORT_CHECK = """
+import json, pkgutil, importlib
+import streamlit  # sets plotly's "streamlit" template as the default (Streamlit's own doing, before ours)
+import plotly.io as pio
+def snapshot():
+    return pio.templates.default, {name: json.dumps(pio.templates[name].to_plotly_json(), sort_keys=True)
+                                   for name in sorted(pio.templates)}
+before = snapshot()
+import app_pages._ui
+for module in pkgutil.iter_modules(app_pages._ui.__path__):
+    importlib.import_module("app_pages._ui." + module.name)
+after = snapshot()
+assert after[0] == before[0], (before[0], after[0])
+changed = sorted(name for name in before[1] if before[1][name] != after[1].get(name))
+assert not changed and after[1].keys() == before[1].keys(), changed
+"""
+
+
+def test_importing_the_page_helpers_leaves_plotlys_templates_as_they_are():
+    """No import-time side effect on plotly: the default template and every template are unchanged by importing
+    app_pages._ui and each of its modules (in a fresh interpreter: this one may have imported them already)."""
+    done = subprocess.run([sys.executable, "-c", IMPORT_CHECK], cwd=ROOT, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-2000:]
 
 
 def test_magic_is_off_and_no_page_has_a_line_it_would_have_written():

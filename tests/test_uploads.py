@@ -1,4 +1,4 @@
-"""What a visitor uploads (issue #19): every attack on the checkpoint upload is refused with a clear message, fast,
+"""What a visitor uploads: every attack on the checkpoint upload is refused with a clear message, fast,
 before the server builds or inflates anything big. Each test keeps the peak of Python-traced memory (numpy and
 torch CPU tensors included) far below what the attack asked for."""
 from __future__ import annotations
@@ -13,10 +13,11 @@ from pathlib import Path
 
 import pytest
 
-from viz_core import i18n, uploads
+from viz_core import i18n
+from viz_core.io import uploads
 from viz_core.errors import InputError
-from viz_core.seq2seq.training import (MAX_CHECKPOINT_BYTES, checkpoint_files, load_checkpoint, load_checkpoint_files,
-                               read_upload)
+from viz_core.seq2seq.checkpoint import MAX_CHECKPOINT_BYTES, checkpoint_files, load_checkpoint_files, read_upload
+from viz_core.seq2seq.training import load_checkpoint
 
 SHIPPED = Path(__file__).resolve().parents[1] / "viz_core" / "checkpoints" / "reverse"
 

@@ -89,3 +89,56 @@ def test_the_moved_task_is_the_menus_default():
     assert menu.value == "date" and menu.proto.options[menu.proto.default] == "Date reformatting"
     tabs = json.loads(json.dumps([t.proto.label for t in at.get("tab")]))
     assert "Decode" in tabs
+
+
+# ---------------------------------------------------------------- one read verb, one write verb (state.py)
+def _verbs_app():
+    import streamlit as st
+
+    from app_pages import _ui as ui
+    ui.state.begin("verbs")
+    st.button("seven", key="verbs.seven", on_click=ui.set_value, args=("n", 7))  # a callback sets a control
+    before = ui.value("n", 3, int)  # before the slider is drawn: its fresh value, the store's, the address's
+    n = ui.slider("n", 0, 10, "n", 3)
+    marked = ui.value("m", 0, int, lambda v: isinstance(v, int) and v >= 0)  # a value no widget shows
+    if st.button("mark", key="verbs.mark"):
+        ui.set_value("m", marked + 1, 0)
+    st.markdown(f"before={before} n={n} m={ui.value('m', 0)} address_n={ui.state.address_text('n')} "
+                f"address_m={ui.state.address_text('m')}")
+
+
+def _said(at) -> dict:
+    return dict(part.split("=") for part in at.markdown[-1].value.split())
+
+
+def test_one_read_verb_and_one_write_verb():
+    """ui.value reads a control (also before it is drawn) and a value no widget shows (from the address on a first
+    visit); ui.set_value writes either: from a callback the control shows the new value when drawn again, and given
+    the default the address is written at once."""
+    from streamlit.testing.v1 import AppTest
+
+    from app_pages import _ui as ui
+    assert ui.value is ui.state.value and ui.set_value is ui.state.set_value
+    assert not hasattr(ui, "set_state") and not hasattr(ui, "stored") and not hasattr(ui.state, "stored")
+    at = AppTest.from_function(_verbs_app, default_timeout=30)
+    at.query_params["n"], at.query_params["m"] = "5", "2"
+    at.run()
+    assert _said(at) == {"before": "5", "n": "5", "m": "2", "address_n": "5", "address_m": "2"}
+    at.slider(key="verbs.n").set_value(4).run()
+    assert _said(at)["before"] == "4"  # the browser's new value, read before the slider is drawn again
+    at.button(key="verbs.seven").click().run()
+    assert at.slider(key="verbs.n").value == 7 and _said(at)["n"] == "7" and _said(at)["address_n"] == "7"
+    at.button(key="verbs.mark").click().run()
+    assert _said(at)["m"] == "3" and _said(at)["address_m"] == "3"
+
+
+def test_no_module_reads_the_state_modules_private_names():
+    """Everything outside state.py goes through its verbs: no `state._name` anywhere else in the app."""
+    import re
+    from pathlib import Path
+    root = Path(__file__).resolve().parents[1]
+    found = [f"{path.relative_to(root)}:{i}" for path in [root / "app.py", *sorted((root / "app_pages").rglob("*.py"))]
+             if path.name != "state.py"
+             for i, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1)
+             if re.search(r"\bstate\._[a-z]", line)]
+    assert found == []

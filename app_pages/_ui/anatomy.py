@@ -1,11 +1,11 @@
-"""Cached wrappers for the Anatomy page (viz_core.blocks and viz_core.anatomy). Plain arguments in, so that
+"""Cached wrappers for the Anatomy page (viz_core.lessons.blocks and viz_core.lessons.anatomy). Plain arguments in, so that
 st.cache_data can hash them; the dataclass configs are built here."""
 from __future__ import annotations
 
 import numpy as np
 import streamlit as st
 
-from viz_core import anatomy, blocks
+from viz_core.lessons import anatomy, blocks
 from viz_core.plots import anatomy as plots
 from viz_core.plots import common
 

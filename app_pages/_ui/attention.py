@@ -7,7 +7,8 @@ from functools import lru_cache
 import numpy as np
 import streamlit as st
 
-from viz_core import export, i18n
+from viz_core.io import export
+from viz_core import i18n
 from viz_core.pretrained import compare, head_analysis, qk_map
 from viz_core.pretrained.catalog import CatalogEntry
 from viz_core.pretrained.result import AttentionResult

@@ -1,6 +1,6 @@
-"""Caches shared by every session, bounded by bytes, not by count (issue #19): one 512-token attention result weighs
+"""Caches shared by every session, bounded by bytes, not by count: one 512-token attention result weighs
 75 MB and a short sentence's a few hundred KB, so a count bounds nothing. Plain Python: the pages' st.cache_resource
-singletons hold the instances (models.py, SharedFigures in __init__.py)."""
+singletons hold the instances (models.py, SharedFigures in figures.py)."""
 from __future__ import annotations
 
 import dataclasses
@@ -13,7 +13,7 @@ from collections.abc import Callable
 
 import numpy as np
 
-from viz_core import budget
+from viz_core.runtime import budget
 
 
 def nbytes(value) -> int:

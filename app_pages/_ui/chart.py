@@ -1,4 +1,4 @@
-"""The house chart element: a plotly figure drawn by plotly.js in the page itself, once (issue #25).
+"""The house chart element: a plotly figure drawn by plotly.js in the page itself, once.
 
 st.plotly_chart mounts a React chart that lays the figure out twice (once before and once after it knows its width) and
 loads Streamlit's own plotly bundle on the first chart of every tab. Measured in Chromium on the figures of our pages
@@ -297,7 +297,7 @@ def _preloader():
 
 
 def preload() -> None:
-    """Start loading plotly.js in the browser now, before the page's first chart is sent (issue #25's cold start:
+    """Start loading plotly.js in the browser now, before the page's first chart is sent (so on a cold start
     the 4.6 MB script is fetched while the page's other elements are drawn and its script runs). Called first in a
     session's first run; later runs find it loaded (once per browser tab)."""
     if available():
@@ -344,8 +344,8 @@ def head_tags() -> bytes:
     """What the page's HTML gets first in its <head> (PlotlyAsset): plotly.js is fetched before the page's ~60 scripts
     of Streamlit take the browser's six connections (rel=preload: fetched, not run), and run as soon as it is in (the
     link's load event; the page's load event at the latest). That is while the browser still waits for Streamlit's
-    scripts, not after the page's first elements are drawn (issue #25's cold start: 0.35 s of the main thread moved
-    off the first heatmap's way). It goes through the chart element's own promise (window.__aePlotly): fetched and
+    scripts, not after the page's first elements are drawn, so the script's parsing does not delay the first
+    heatmap (bench/bench_browser.py's cold row measures it). It goes through the chart element's own promise (window.__aePlotly): fetched and
     run once, whichever asks first."""
     src = f"./app/static/{PLOTLY_JS}?v={plotly.__version__}"
     run = ('<script>(function () { var src = new URL("' + src + '", document.baseURI).href;'
@@ -373,7 +373,7 @@ def with_head_tags(html: bytes) -> bytes:
 class PlotlyAsset:
     """ASGI middleware: plotly.min.js sent from its gzipped copy (compress()), with a year's caching (its address
     carries plotly's version). Without it Streamlit's gzip middleware compresses the 4.6 MB file again for every
-    visitor: 0.3-0.4 s of the server's CPU on the first chart's way (issue #25). Any other request, a client that
+    visitor, on the first chart's way (bench/bench_browser.py's cold row measures it). Any other request, a client that
     does not take gzip, or a copy not written yet: served as before. The page's HTML (a 200 text/html answer to a
     GET, not compressed) gets head_tags()."""
 

@@ -10,7 +10,7 @@ import numpy as np
 import streamlit as st
 
 import app_pages._ui as ui
-from viz_core import export
+from viz_core.io import export
 from viz_core.errors import InputError
 from viz_core.plots import attention as attention_plots
 from viz_core.plots import compare as compare_plots
@@ -47,9 +47,9 @@ def open_ranked(chart_key: str, layers: np.ndarray, heads: np.ndarray) -> None:
     if points and "point_index" in points[0]:
         i = int(points[0]["point_index"])
         if 0 <= i < len(layers):
-            ui.set_state("layer", int(layers[i]))
-            ui.set_state("head", int(heads[i]))
-            ui.set_state("heads", [int(heads[i])])
+            ui.set_value("layer", int(layers[i]))
+            ui.set_value("head", int(heads[i]))
+            ui.set_value("heads", [int(heads[i])])
 
 
 def draw(inp: Input, text2: str) -> None:

@@ -8,7 +8,7 @@ import math
 import numpy as np
 import streamlit as st
 
-from viz_core import export
+from viz_core.io import export
 from viz_core.plots import attention as attention_plots
 from viz_core.plots import decoder as plots
 from viz_core.pretrained.architecture import Architecture

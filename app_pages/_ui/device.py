@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import streamlit as st
 
-from viz_core.device import DeviceInfo, describe, has_gpu, pick_device
+from viz_core.runtime.device import DeviceInfo, describe, has_gpu, pick_device
 
 
 @st.cache_resource(show_spinner=False)
@@ -15,7 +15,7 @@ def gpu_present() -> bool:
 
 @st.cache_resource(show_spinner=False)
 def info(force_cpu: bool) -> DeviceInfo:
-    """viz_core.device.describe of the device a run would train on (shared, read-only)."""
+    """viz_core.runtime.device.describe of the device a run would train on (shared, read-only)."""
     return describe(pick_device(force_cpu), forced=force_cpu)
 
 

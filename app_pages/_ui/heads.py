@@ -10,12 +10,12 @@ from collections.abc import Callable
 import numpy as np
 import streamlit as st
 
-from viz_core import export
+from viz_core.io import export
 from viz_core.errors import InputError
 from viz_core.plots import attention as attention_plots
 from viz_core.plots import heads as plots
 from viz_core.pretrained import heads
-from viz_core.threads import thread_budget
+from viz_core.runtime.threads import thread_budget
 
 from . import download, fold, glossed, latex, plain_md, plot, radio, show_error, t, table
 from . import models

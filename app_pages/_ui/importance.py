@@ -11,9 +11,9 @@ import numpy as np
 import streamlit as st
 
 import app_pages._ui as ui
-from viz_core import export
+from viz_core.io import export
 from viz_core.errors import InputError
-from viz_core.flights import Flight, Flights, Progress
+from viz_core.runtime.flights import Flight, Flights, Progress
 from viz_core.pretrained import head_analysis
 from viz_core.plots import attention as attention_plots
 from viz_core.plots import importance as plots
@@ -41,7 +41,7 @@ class Input:
 
 
 # ---------------------------------------------------------------- numbers
-# The map and the attribution take seconds on a long text: each runs as a flight (viz_core.flights), in a thread of
+# The map and the attribution take seconds on a long text: each runs as a flight (viz_core.runtime.flights), in a thread of
 # its own, so a click while it runs does not start it again; results are kept by input, shared by every visitor.
 _maps = Flights(keep=32)
 _attributions = Flights(keep=32)
@@ -133,10 +133,10 @@ def _open_on_click(chart_key: str, curve: int, n_cells: int, n_heads: int) -> No
     if points and "point_index" in points[0] and points[0].get("curve_number", curve) == curve:
         idx = int(points[0]["point_index"])
         if idx < n_cells:
-            ui.set_state("layer", idx // n_heads)
-            ui.set_state("head", idx % n_heads)
-            ui.set_state("heads", [idx % n_heads])
-            ui.set_state("view", "head")
+            ui.set_value("layer", idx // n_heads)
+            ui.set_value("head", idx % n_heads)
+            ui.set_value("heads", [idx % n_heads])
+            ui.set_value("view", "head")
 
 
 def _clickable(fig, key: str, curve: int, shape: tuple[int, int], container=None) -> None:

@@ -2,7 +2,7 @@
 
 A job lives in st.session_state under a name of the page's choosing, so it survives reruns, page switches and
 language switches; its thread checks that the visitor's session still exists and stops within a few seconds of a
-closed tab (viz_core.jobs.ALIVE_GRACE_S). Progress is drawn by `live(...)`, an st.fragment that reruns itself every
+closed tab (viz_core.runtime.jobs.ALIVE_GRACE_S). Progress is drawn by `live(...)`, an st.fragment that reruns itself every
 REFRESH_S while the job runs and reruns the whole page once when it ends (so the page picks up the result).
 The training pages use it through one widget, training_job.TrainingJob (start, queue, progress, Stop, result).
 """
@@ -16,7 +16,7 @@ import streamlit as st
 from streamlit.runtime import Runtime
 from streamlit.runtime.scriptrunner import get_script_run_ctx
 
-from viz_core.jobs import BackgroundJob, default_slots, default_threads
+from viz_core.runtime.jobs import BackgroundJob, default_slots, default_threads
 
 REFRESH_S = 0.5  # progress redraw interval while a job runs
 START_WAIT_S = 0.3  # Start waits this long for a free slot, so its own rerun already draws the job as running

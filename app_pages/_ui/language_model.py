@@ -12,14 +12,14 @@ import numpy as np
 import streamlit as st
 import torch
 
-from viz_core.export import npz_bytes
+from viz_core.io.export import npz_bytes
 from viz_core.lm import DecoderLM, LMConfig
-from viz_core import priority
+from viz_core.runtime import priority
 from viz_core.lm.generate import cache_difference, generate, time_per_token
 from viz_core.lm.training import LanguageModel, LMTrainConfig, LMTrainer, load_lm, probe_ids
 from viz_core.plots import lm as plots
-from viz_core.seeding import seeded
-from viz_core.threads import thread_budget
+from viz_core.runtime.seeding import seeded
+from viz_core.runtime.threads import thread_budget
 
 from . import SharedFigures, models, share
 from .training_job import Run, TrainingJob, shipped_path
@@ -62,7 +62,7 @@ TIMING_REPEATS = 7  # best of: the least disturbed run of each length
 class Timings:
     """Seconds per new token with and without the cache at TIMING_LENGTHS for each key/value-head count, measured
     on this server in a thread of its own (never in a visitor's script run: it took 0.6-2.7 s of CPU per variant),
-    the variants one after the other and each step after any visitor's model computation (viz_core.priority)."""
+    the variants one after the other and each step after any visitor's model computation (viz_core.runtime.priority)."""
     results: dict[int, dict[str, list[float]]] = field(default_factory=dict)
     measured_at: float | None = None  # time.time() when the last measurement ended
     running: bool = False

@@ -7,10 +7,10 @@ so that the browser can come back to it, and lets its script run to the end mean
 - each run says which session its thread serves (`running()`, around the page in app.py);
 - a watcher (`watch()`, started with the server) looks every POLL_S at the sessions with a run in progress; a
   session that has had no connection for GRACE_S (a phone switching networks reconnects within it) gets its script
-  stopped (Streamlit's own stop: the next st call ends the run) and its thread marked (viz_core.cancel: the model
+  stopped (Streamlit's own stop: the next st call ends the run) and its thread marked (viz_core.runtime.cancel: the model
   pass, ablation or attribution in progress stops at its next layer or module, and a wait for the compute gate
   ends);
-- the run then ends with viz_core.cancel.Cancelled, which app.py swallows: nobody is there to read a message.
+- the run then ends with viz_core.runtime.cancel.Cancelled, which app.py swallows: nobody is there to read a message.
 
 A browser that comes back (within server.disconnectedSessionTTL) would wait for the end of a run that was abandoned:
 the watcher reruns that session's page with the state of its last run, as Streamlit's run-on-save does. Streamlit's
@@ -25,7 +25,7 @@ import threading
 import time
 from typing import Iterator
 
-from viz_core import cancel
+from viz_core.runtime import cancel
 
 _log = logging.getLogger(__name__)
 

@@ -1,10 +1,10 @@
-"""Cached wrappers of viz_core.mechanics for the Mechanics page (the only place it is wrapped in st.cache_*)."""
+"""Cached wrappers of viz_core.lessons.mechanics for the Mechanics page (the only place it is wrapped in st.cache_*)."""
 from __future__ import annotations
 
 import numpy as np
 import streamlit as st
 
-from viz_core import mechanics as mech
+from viz_core.lessons import mechanics as mech
 from viz_core.plots import mechanics as plots
 
 from . import SharedFigures

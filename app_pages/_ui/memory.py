@@ -1,6 +1,6 @@
 """Memory that goes back when it is no longer used: the server's RSS follows what sessions hold, not what they held.
 
-Two facts of a Streamlit server make freed memory linger (issue #19):
+Two facts of a Streamlit server make freed memory linger:
 - A page script is executed in a fresh module every run, and its functions reference the module's globals, which
   reference the functions: a cycle. Once the run is over, its page data (a 75 MB attention result at 512 tokens)
   is garbage that only a full garbage collection frees. Streamlit's own collection after every run is switched off
@@ -15,7 +15,7 @@ memory back: the server returns to about its warmed-up size instead of keeping t
 where the memory is then (`report()`): the caches it emptied, glibc's heap (in use, free but kept), Python objects and
 modules.
 
-Under the server-wide memory budget (viz_core.budget), the same steps relieve the pressure before a request is
+Under the server-wide memory budget (viz_core.runtime.budget), the same steps relieve the pressure before a request is
 refused: a collection and trim, then the older half of every shared cache, then the rest (registered below).
 
 glibc tuned for a server (`tune_malloc()`, at server start): few arenas, and every block of 1 MB or more in a mapping
@@ -43,9 +43,9 @@ import time
 
 from streamlit.logger import get_logger
 
-from viz_core import budget
-from viz_core.budget import rss_bytes
-from viz_core.settings import env_int
+from viz_core.runtime import budget
+from viz_core.runtime.budget import rss_bytes
+from viz_core.runtime.settings import env_int
 
 _log = get_logger(__name__)  # Streamlit's: its handler and level (logger.level, "info" by default)
 

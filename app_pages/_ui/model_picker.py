@@ -8,7 +8,7 @@ from viz_core.pretrained import catalog
 
 from . import attention as cached
 from . import models
-from . import lang, selectbox, set_state, t, value
+from . import lang, selectbox, set_value, t, value
 
 MAX_ID = 200  # characters of a model id
 
@@ -25,7 +25,7 @@ def label(model_id: str) -> str:
 
 def use(model_id: str, other_key: str | None = None) -> None:
     """Callback: put a model id into the picker (typed in the free box, or offered for a text it cannot read)."""
-    set_state("model", model_id.strip()[:MAX_ID])
+    set_value("model", model_id.strip()[:MAX_ID])
     if other_key:
         st.session_state.pop(other_key, None)
 

@@ -3,7 +3,7 @@
 The packaged model answers in numpy (viz_core.pretrained.bert_numpy, attribution_numpy): its attention, Q / K / V,
 queries and keys, position embeddings, head ablation and token attribution. So no page of the default model imports
 transformers, and the Attention page never imports torch: together about 340 MB of a server's memory and 3 s of a
-first visit (issue #25). transformers loads a model when a visitor picks another one. Should it load the packaged
+first visit. transformers loads a model when a visitor picks another one. Should it load the packaged
 one too (a caller of default_model()), the numpy path reads its parameters from then on, so the server holds one
 copy of the weights, and the torch path answers (faster on long inputs).
 """
@@ -21,8 +21,8 @@ import streamlit as st
 from viz_core.pretrained import bert_numpy
 from viz_core.pretrained.result import AttentionResult
 from viz_core.pretrained.policy import ModelPolicy
-from viz_core import budget, cancel, priority
-from viz_core.settings import env_int
+from viz_core.runtime import budget, cancel, priority
+from viz_core.runtime.settings import env_int
 
 from . import memory
 from .caches import ByteBoundedCache
@@ -163,8 +163,8 @@ _active_lock = threading.Lock()
 @contextlib.contextmanager
 def heavy(long: bool = False):
     """At most ATTN_MAX_CONCURRENT_FORWARDS (default: one per core) model computations at once, server-wide, served
-    in order of arrival (viz_core.priority.FairGate), each with the cores shared among those running
-    (viz_core.threads.thread_budget). A wait ends with viz_core.cancel.Cancelled if the visitor leaves.
+    in order of arrival (viz_core.runtime.priority.FairGate), each with the cores shared among those running
+    (viz_core.runtime.threads.thread_budget). A wait ends with viz_core.runtime.cancel.Cancelled if the visitor leaves.
 
     long=True marks a computation of seconds (every head's ablation, integrated gradients, the head scores, a
     generation; the head finder's passes are short, each one a sentence): it first takes one of ATTN_MAX_CONCURRENT_FORWARDS - 1 places of its own (at least one), so
@@ -176,9 +176,9 @@ def heavy(long: bool = False):
     computing at the same moment wait their turn instead of holding 2 GB together and each taking twenty times
     as long. Two passes at once with two threads each would put four threads on two cores: a pass that starts
     while another runs takes one thread (Gemma at 20 tokens: 122 ms of CPU with one thread, 172 ms with two).
-    While it runs, trainings wait before their next step (viz_core.priority). When its turn comes, the server-wide
+    While it runs, trainings wait before their next step (viz_core.runtime.priority). When its turn comes, the server-wide
     memory budget must hold budget.COMPUTATION_BYTES more (LONG_COMPUTATION_BYTES for a long one), else
-    viz_core.budget.ServerBusy (an InputError)."""
+    viz_core.runtime.budget.ServerBusy (an InputError)."""
     if "torch" in sys.modules:
         cancel.watch_torch()  # a model pass of a visitor who left stops between modules
     lane = _long_gate.turn(cancel.check) if long else contextlib.nullcontext()
@@ -204,11 +204,11 @@ def _cores_free() -> int:
 
 
 def _thread_budget(threads: int):
-    """viz_core.threads.thread_budget once torch is loaded (it sets torch's OpenMP threads); before that, nothing
+    """viz_core.runtime.threads.thread_budget once torch is loaded (it sets torch's OpenMP threads); before that, nothing
     to budget (the page's first paint is torch-free)."""
     if "torch" not in sys.modules:
         return contextlib.nullcontext()
-    from viz_core.threads import thread_budget
+    from viz_core.runtime.threads import thread_budget
     return thread_budget(threads)
 
 

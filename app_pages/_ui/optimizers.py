@@ -1,12 +1,12 @@
-"""Cached wrappers around viz_core.optimizers for the Optimizers page (the race, the contour grid, the figures)."""
+"""Cached wrappers around viz_core.lessons.optimizers for the Optimizers page (the race, the contour grid, the figures)."""
 from __future__ import annotations
 
 import numpy as np
 import streamlit as st
 
-from viz_core import export
-from viz_core import optimizers as opt
-from viz_core import schedules, surfaces
+from viz_core.io import export
+from viz_core.lessons import optimizers as opt
+from viz_core.lessons import schedules, surfaces
 from viz_core.plots import optimizers as plots
 
 from . import SharedFigures, share
@@ -24,7 +24,7 @@ HOVER_POINTS = 21  # the race's invisible hover / click points per axis
 @st.cache_data(max_entries=16, show_spinner=False)
 def grid(surface_key: str, n: int = 300) -> surfaces.SurfaceGrid:
     """The surface sampled on n x n points (300 for the picture, 21 for the hover / click points: each is an SVG
-    element the browser styles and lays out on every page switch, 441 instead of 1681 since issue #25; a click
+    element the browser styles and lays out on every page switch, so 21 x 21 = 441 of them, not 41 x 41; a click
     anywhere still lands within plotly's 20 px hover distance of one)."""
     return surfaces.surface_grid(surfaces.get_surface(surface_key), n)
 

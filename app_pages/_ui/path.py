@@ -20,8 +20,7 @@ from viz_core.errors import InputError
 from viz_core.learning import path
 from viz_core.plots import common
 
-from . import (SharedFigures, link, plain_md, set_state, glossed, lang, latex, plot, selectbox, set_value, state, t,
-               value)
+from . import SharedFigures, glossed, lang, latex, link, plain_md, plot, selectbox, set_value, state, t, value
 
 N_STEPS = len(path.STEPS)
 SUMMARY = N_STEPS + 1                   # the step number of the summary
@@ -69,7 +68,7 @@ def _real_answer(step_id: str) -> path.Answer:
     if step_id == "induction":
         from viz_core.pretrained import heads
         m = models.model(path.REAL_MODEL)
-        from viz_core.threads import thread_budget
+        from viz_core.runtime.threads import thread_budget
         with models.heavy(), thread_budget(1):  # one thread: steadier on a shared server (17 tokens)
             weights, tokens = heads.repeated_attention(m, path.INDUCTION_SEGMENT, seed=0)
         return path.answer_induction_real(weights, tokens, path.INDUCTION_SEGMENT, model=_real_title())
@@ -155,10 +154,9 @@ def restart() -> None:
     """Clear every prediction and go back to step 1."""
     for s in path.STEPS:
         for param in (_param(s), f"f_{s.id}"):
-            set_state(param, None)
-            state.commit(param, None, None)
+            set_value(param, None, None)
     st.session_state.pop(FIRST, None)
-    set_state("step", 1)
+    set_value("step", 1)
 
 
 # ---------------------------------------------------------------- one step
@@ -253,7 +251,7 @@ def summary_view() -> None:
     for key, page, params in EXPLORE:
         link(page, t(f"start.explore_{key}"), params)
     # this page's own glossary: a button, since a link to the page already open would not change its state
-    st.button(t("start.explore_glossary"), key="start.to_glossary", on_click=set_state, args=("part", "glossary"),
+    st.button(t("start.explore_glossary"), key="start.to_glossary", on_click=set_value, args=("part", "glossary"),
               icon=":material/menu_book:", type="tertiary")
     st.button(t("start.restart"), key="start.restart", on_click=restart)
 
@@ -274,7 +272,7 @@ def answered() -> int:
 
 
 def go(i: int) -> None:
-    set_state("step", i)
+    set_value("step", i)
 
 
 def nav_buttons(i: int) -> None:

@@ -1,4 +1,4 @@
-"""Cached computations of the Positions page: st.cache_data around viz_core.position_demos and viz_core.positional
+"""Cached computations of the Positions page: st.cache_data around viz_core.lessons.position_demos and viz_core.lessons.positional
 (every result is a plain, picklable value; the math and its tests live in viz_core).
 
 Large tables are thinned there to what a heatmap can show (position_demos.DRAW / SIDE); downloads get the full arrays.
@@ -8,8 +8,8 @@ from __future__ import annotations
 import numpy as np
 import streamlit as st
 
-from viz_core import position_demos as demos
-from viz_core import positional as P
+from viz_core.lessons import position_demos as demos
+from viz_core.lessons import positional as P
 
 
 @st.cache_data(show_spinner=False, max_entries=8)

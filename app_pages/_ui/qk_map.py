@@ -8,7 +8,7 @@ import numpy as np
 import streamlit as st
 
 import app_pages._ui as ui
-from viz_core import export
+from viz_core.io import export
 from viz_core.errors import InputError
 from viz_core.plots import qk_map as qk_plots
 from viz_core.rounding import parts_that_add_up

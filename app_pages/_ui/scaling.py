@@ -4,10 +4,10 @@ from __future__ import annotations
 import numpy as np
 import streamlit as st
 
-from viz_core.device import pick_device
+from viz_core.runtime.device import pick_device
 
 from app_pages._ui import models
-from viz_core import scaling
+from viz_core.lessons import scaling
 
 N_SAMPLES = 10_000  # q.k samples per d_k (the API default)
 

@@ -1,4 +1,4 @@
-"""What the server does to stay up with a whole class on it (issue #19): limits on what one connection can make it
+"""What the server does to stay up with a whole class on it: limits on what one connection can make it
 hold, applied as ASGI middleware on the st.App that `streamlit run app.py` serves (app.py).
 
 - **Unread messages.** Streamlit queues every message for a browser tab until the tab reads it (up to 500
@@ -15,7 +15,7 @@ hold, applied as ASGI middleware on the st.App that `streamlit run app.py` serve
   is cut (HTTP 408) and its share given back, a page drops a file from the store as soon as it has read it
   (`forget_uploads`), and the reaper drops any file held longer than ATTN_UPLOAD_HOLD_S, so an idle visitor, or
   one who uploads and never lets a page read it, cannot keep others' uploads out. An upload that would take the
-  server past its memory budget (viz_core.budget) is refused with HTTP 503 before its body is read.
+  server past its memory budget (viz_core.runtime.budget) is refused with HTTP 503 before its body is read.
 
 - **Ended sessions.** A closed tab's session is kept for server.disconnectedSessionTTL (120 s) so that a browser
   can reconnect to it. Streamlit then only forgets it the next time another session is stored, and never shuts it
@@ -35,8 +35,8 @@ import re
 import threading
 import time
 
-from viz_core import budget
-from viz_core.settings import env_float, env_int
+from viz_core.runtime import budget
+from viz_core.runtime.settings import env_float, env_int
 
 _log = logging.getLogger(__name__)
 

@@ -15,6 +15,10 @@ The address (the query string) of a page is the text form of its non-default val
 the first time in a session (a shared link, a reload), and on Back / Forward (the address is then the truth: a missing
 parameter means its default; so too after a reconnect that lost the first run, see nav.reask_lost_page); otherwise the
 store is the truth and the address follows it.
+
+Two verbs for a page's values: value() reads one, set_value() writes one (from a callback, such as a chart click or a
+reset button, or for a value no widget shows, such as an edited matrix). The widget helpers (widgets.py) draw a
+control between bind() (seed its widget) and commit() (record what it returned).
 """
 from __future__ import annotations
 
@@ -25,6 +29,8 @@ from typing import Any
 
 import streamlit as st
 from streamlit.runtime.scriptrunner import get_script_run_ctx
+
+from viz_core.i18n import LANGUAGES
 
 STORE = "_ui.store"      # {page: {param: value}}: typed values of the params seen so far
 ADDRESS = "_ui.address"  # {page: {param: text}}: the non-default values, as the page's address carries them
@@ -146,9 +152,14 @@ def to_text(value: Any) -> str:
 
 
 def commit(param: str, value: Any, default: Any) -> None:
-    """Record the value a widget returned: in the store, and in the address unless it is the default."""
+    """Record the value a widget returned when drawn: in the store, and in the address unless it is the default."""
+    _table(STORE, page())[param] = value
+    _address(param, value, default)
+
+
+def _address(param: str, value: Any, default: Any) -> None:
+    """Write a value's text into the open page's address (dropped where it is the default, kept as a link gave it)."""
     ns = page()
-    _table(STORE, ns)[param] = value
     address = _table(ADDRESS, ns)
     text = to_text(value)
     pinned = _table(PINNED, ns)
@@ -174,21 +185,39 @@ def address_text(param: str) -> str | None:
     return _table(ADDRESS, page()).get(param)
 
 
-def stored(param: str, default: Any = None) -> Any:
-    """A parameter's current value: the widget's fresh value inside a callback, else the store's."""
-    for lang in (None, st.session_state.get(LANG)):
-        key = widget_key(param, lang)
-        if key in st.session_state:
-            return st.session_state[key]
-    return _table(STORE, page()).get(param, default)
+_UNSET = object()  # set_value without a default: the address is left to the control's widget
 
 
-def set_value(param: str, value: Any) -> None:
-    """Set a parameter from a callback (a chart click, a reset button): its widget is re-seeded when next drawn."""
+def value(param: str, default: Any = None, parse: Callable[[str], Any] | None = None,
+          valid: Callable[[Any], bool] | None = None, fresh: bool = True) -> Any:
+    """A parameter's current value, the one read verb: its widget's fresh value where the browser holds one (also
+    inside a callback, before the widget is drawn again), else the store's, else, given `parse`, the address's
+    text parsed (kept in the store, so later reads agree), else `default`. `valid` refuses a stored or an address
+    value (the default is taken instead). fresh=False skips the widget: the value the page last used."""
+    if fresh:
+        for lang in (None, st.session_state.get(LANG)):
+            key = widget_key(param, lang)
+            if key in st.session_state:
+                return st.session_state[key]
+    values = _table(STORE, page())
+    if param in values and (valid is None or valid(values[param])):
+        return values[param]
+    if parse is None:
+        return default
+    values[param] = _from_text(_table(ADDRESS, page()).get(param), default, parse, valid or (lambda _v: True))
+    return values[param]
+
+
+def set_value(param: str, value: Any, default: Any = _UNSET) -> None:
+    """Set a parameter, the one write verb: the store takes the value and any widget of it forgets its own, so the
+    control shows the value when next drawn. Given the parameter's default, the address is written now too (a value
+    no widget shows); without it, the control writes the address when it is drawn."""
     _table(STORE, page())[param] = value
-    prefix = widget_key(param)
-    for key in [k for k in st.session_state if isinstance(k, str) and (k == prefix or k.startswith(prefix + "."))]:
-        del st.session_state[key]
+    for key in [widget_key(param, lang) for lang in (None, *LANGUAGES)]:
+        if key in st.session_state:
+            del st.session_state[key]
+    if default is not _UNSET:
+        _address(param, value, default)
 
 
 def page_address(ns: str, lang: str) -> dict[str, str]:
@@ -229,7 +258,8 @@ def forget_stale_widgets(completed: bool) -> int:
     Streamlit (1.67) removes a stale widget's value at the end of a run but keeps its metadata (serialiser,
     deserialiser and callbacks) for the life of the session. A widget whose id changes from run to run (a
     selectable chart: its id hashes its figure) thus left one entry per run, and its callback and format functions
-    held that run's page globals, the run's 75 MB attention result included: 47 MB per long sentence (issue #19).
+    held that run's page globals, and with them the run's attention result: a session's memory would grow with every
+    run. What a session keeps must not grow with the number of runs.
 
     Called by the router at the end of every full run. After a completed run, every widget on the page was drawn
     in it: the metadata of any other id goes. A run cut short by a rerun (a visitor who types faster than the page

@@ -33,7 +33,7 @@ import streamlit as st
 
 from viz_core import CHECKPOINTS_DIR
 from viz_core.errors import report_unexpected
-from viz_core.jobs import BackgroundJob
+from viz_core.runtime.jobs import BackgroundJob
 
 from . import jobs, state, t
 
@@ -248,7 +248,7 @@ class TrainingJob:
         if asked is not None and MARKER_FORMAT.fullmatch(asked) and asked not in self._markers():
             st.session_state[f"{self.name}.lost"] = True
         job = jobs.get(self.name)
-        state.commit(MARKER, job.info.get("marker", "") if job is not None else "", "")
+        state.set_value(MARKER, job.info.get("marker", "") if job is not None else "", "")
 
     def lost(self) -> bool:
         """Whether this session opened on the marker of a run it does not have (see mark)."""

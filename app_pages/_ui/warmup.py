@@ -10,7 +10,7 @@
 4. then, once a visitor's first page has run, the garbage collector's freeze of what lives as long as the server.
 
 Neither torch nor transformers is imported here: every view of the packaged model answers in numpy (models.py), and
-together they would hold about 340 MB of a small server's memory for nothing (issue #25). A page that trains a model
+together they would hold about 340 MB of a small server's memory for nothing. A page that trains a model
 imports torch when it is opened.
 
 It starts as the server starts (serving.lifespan, the st.App hook that `streamlit run app.py` and `uvicorn app:app` use),
@@ -52,7 +52,7 @@ def _warm(texts: tuple[str, ...]) -> None:
 
         from . import models
 
-        from viz_core.budget import ServerBusy
+        from viz_core.runtime.budget import ServerBusy
         try:
             for text in texts:  # the packaged model in numpy: the Attention page's first heatmap needs no torch
                 models.attention("", text)

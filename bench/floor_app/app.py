@@ -1,4 +1,4 @@
-"""The floor: what any Streamlit app with a sidebar of pages and one chart per page costs (issue #25).
+"""The floor: what any Streamlit app with a sidebar of pages and one chart per page costs.
 
 bench/bench_browser.py --floor runs this app next to ours, interleaved, and prints our times as ratios to its times.
 It has the same eight pages, the same sidebar links and the same page titles as the app, and each page draws one

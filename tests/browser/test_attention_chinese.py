@@ -1,4 +1,4 @@
-"""Attention page in Chromium, issue #21: a student types Chinese on the English default model and is told why it
+"""Attention page in Chromium: a student types Chinese on the English default model and is told why it
 reads [UNK] and which models read it; with bert-base-chinese on the server, one click shows the sentence read;
 long input says that the axes name only some tokens."""
 from __future__ import annotations

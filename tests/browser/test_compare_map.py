@@ -1,7 +1,7 @@
-"""Issue #24 in Chromium, as a student does it: compare two sentences (type a variant, click the head that moved most,
-Back, switch language, reload), the query-key map (click a query of your sentence, see its row, Back), and the
-histories that play (Train snapshots, the language model's training story, a generation) without touching the
-address. Screenshots in artifacts/screenshots/compare_*.png, qkmap_*.png, play_*.png."""
+"""Comparing, mapping and playing in Chromium, as a student does it: compare two sentences (type a variant, click the
+head that moved most, Back, switch language, reload), the query-key map (click a query of your sentence, see its row,
+Back), and the histories that play (Train snapshots, the language model's training story, a generation) without touching
+the address. Screenshots in artifacts/screenshots/compare_*.png, qkmap_*.png, play_*.png."""
 from __future__ import annotations
 
 import re

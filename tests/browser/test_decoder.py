@@ -1,5 +1,5 @@
-"""Issue #22 in Chromium, as a person does it: open the Language model page's "Inside the decoder" tab, type a text,
-read the logit lens, switch to the attention sinks, open the model's make-up, follow its link to Mechanics (which
+"""Inside the decoder in Chromium, as a person does it: open the Language model page's "Inside the decoder" tab, type a
+text, read the logit lens, switch to the attention sinks, open the model's make-up, follow its link to Mechanics (which
 opens at the GQA section with this model's heads), press Back, switch language, reload. Screenshots in
 artifacts/screenshots/decoder_*.png."""
 from __future__ import annotations

@@ -1,5 +1,5 @@
 """Downloads in headless Chromium, as a visitor gets them: click the button, open the file. Every page writes its
-files with viz_core.export, so a token with a comma or a quote stays in its cell and the numbers read back to the
+files with viz_core.io.export, so a token with a comma or a quote stays in its cell and the numbers read back to the
 values the app computed."""
 from __future__ import annotations
 
@@ -42,7 +42,7 @@ def test_attention_csv_keeps_typed_tokens_in_their_cells(open_page):
 
 
 def test_scaling_csv_reads_back_the_computed_variances(open_page):
-    from viz_core import scaling
+    from viz_core.lessons import scaling
 
     page = open_page("/scaling?lang=en&part=dist")
     rows = list(csv.reader(io.StringIO(_download(page, "Download the variance curve (CSV)"))))
@@ -57,8 +57,8 @@ def test_scaling_csv_reads_back_the_computed_variances(open_page):
 def test_optimizers_files_are_written_when_clicked_and_read_back_the_race(open_page):
     """The race's files are made on the click (a function given to the button, not bytes on every run): the CSV
     holds every racer's path from the start point, as many rows as steps, and the loss of each point."""
-    from viz_core import optimizers as opt
-    from viz_core import surfaces
+    from viz_core.lessons import optimizers as opt
+    from viz_core.lessons import surfaces
 
     page = open_page("/optimizers?lang=en&steps=60")
     rows = list(csv.reader(io.StringIO(_download(page, "Download paths and losses (CSV)"))))

@@ -1,4 +1,4 @@
-"""Charts the browser draws once (issue #25): on these pages every figure's margins already hold its labels
+"""Charts the browser draws once: on these pages every figure's margins already hold its labels
 (viz_core.plots.common.reserve_margins / fit_margins), so plotly's automargin has nothing to push and does not draw
 a figure a second time. Seen from plotly's own layout: the margins it drew with equal the ones the figure asked for."""
 from __future__ import annotations

@@ -71,7 +71,7 @@ PARAGRAPH = {  # longer than the prompt box's old 80-character limit, and than t
 
 @pytest.mark.parametrize("lang", ["en", "zh"])
 def test_a_pasted_paragraph_is_taken_and_continued_from_its_end(open_page, lang):
-    """A paste longer than the box's limit used to be dropped without a word (the box kept its old text)."""
+    """A paste longer than the box's limit is taken, never dropped without a word (the box keeping its old text)."""
     ui, text = UI[lang], PARAGRAPH[lang]
     page = open_page(f"/language_model?lang={lang}&tab=generate", height=3000)
     box = page.get_by_label(ui["prompt"], exact=True)

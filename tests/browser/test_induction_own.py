@@ -1,4 +1,4 @@
-"""Language model -> Your sequence, in Chromium, as a student would use it (issue #21): type a sentence with a
+"""Language model -> Your sequence, in Chromium, as a student would use it: type a sentence with a
 repeated phrase (English, Chinese), make a repeated sequence with the button, switch language; the induction head
 is found on each (score >= 0.5) and the page says which rule of the score it used."""
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""A server whose memory budget is spent (viz_core/budget.py) refuses new heavy work with a message and keeps
+"""A server whose memory budget is spent (viz_core/runtime/budget.py) refuses new heavy work with a message and keeps
 working: on a server of its own whose budget (ATTN_MEMORY_BUDGET_MB=1) is smaller than the server itself, a visitor
 in Chromium opens the Attention page, types a sentence, switches to Chinese and goes on to a page that computes no
 model (Positions); every model computation is refused with "the server is busy" in the visitor's language, nothing

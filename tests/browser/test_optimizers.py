@@ -37,7 +37,7 @@ def test_racers_are_picked_with_the_keyboard(open_page):
 
 @pytest.mark.parametrize("lang", ["en", "zh"])
 def test_racers_are_picked_by_clicking_their_pills(open_page, lang):
-    """Issue #25: the racers are one row of pills. Click Momentum off and NAdam on, the way a person would: the race,
+    """The racers are one row of pills. Click Momentum off and NAdam on, the way a person would: the race,
     its table and the address follow; Back undoes the last click; a reload of the address keeps the pick."""
     page = open_page(f"/optimizers?lang={lang}&steps=60")
     assert _racer_rows(page) == ["SGD", "Momentum", "AdaGrad", "RMSProp", "Adam"]
@@ -170,7 +170,7 @@ def test_tabs_and_divergence(open_page, lang):
 def test_controls_open(open_page, lang, width, dark):
     """Both expanders open (every optimizer's hyperparameters, the schedule), wide and narrow, light and dark."""
     page = open_page(f"/optimizers?lang={lang}&racers={SIX}&own_adam=1&lr_adam=0.02", width=width, dark=dark)
-    assert page.get_by_label("β₁").count() == 0  # closed sections are not drawn (issue #25)
+    assert page.get_by_label("β₁").count() == 0  # closed sections are not drawn
     summaries = page.locator("[data-testid='stExpander'] summary")
     assert summaries.count() == 2
     for i in range(2):

@@ -1,4 +1,4 @@
-"""Readable everywhere (issue #11): every page in light and dark, at 1400 px and 390 px wide.
+"""Readable everywhere: every page in light and dark, at 1400 px and 390 px wide.
 
 Each case opens a page, saves a screenshot to artifacts/screenshots/readable_*.png (the gallery to look at), and checks
 - the axe-core audit: no serious or critical violation (a few rules inside Streamlit's own widgets, which the app
@@ -33,8 +33,8 @@ MIN_CONTRAST = 4.5  # WCAG AA for normal text
 # is Streamlit's own widget rendering, which the app cannot change, and not a barrier:
 AXE_EXCLUDED = [
     # WCAG 1.4.3 exempts "text that is part of an inactive user interface component": Streamlit greys a disabled
-    # widget on purpose (a Stop button while nothing runs). The app draws no disabled slider or text box any more
-    # (issue #24: Mechanics' dropout p read at contrast 2.3): a control that does nothing yet is not drawn.
+    # widget on purpose (a Stop button while nothing runs). The app draws no disabled slider or text box
+    # (a greyed-out label fails the contrast rule): a control that does nothing yet is not drawn.
     ("color-contrast", "[data-testid=stWidgetLabel][disabled], [data-disabled=true], [disabled]"),
 ]
 
@@ -241,7 +241,7 @@ def test_positions_cells_dark(open_page):
     ("view=compare", "en", 1400, False), ("view=compare", "zh", 390, True),
     ("view=qkmap&qk_q=3", "en", 1400, True), ("view=qkmap", "zh", 390, False)])
 def test_compare_and_query_key_map(open_page, extra, lang, width, dark):
-    """Issue #24's views of the Attention page: two texts compared, and the query-key map with a chosen query."""
+    """The Attention page's views of two texts compared, and of the query-key map with a chosen query."""
     _check(open_page, "attention", dark=dark, width=width, lang=lang, extra=extra, keyboard=not dark and width > 600)
 
 

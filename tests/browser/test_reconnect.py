@@ -27,7 +27,7 @@ def open_with_a_drop(browser, url: str, drop_after: int, heading: str):
 
     When the drop falls just as the server finishes the first run, Streamlit (1.67) can lose the reconnected browser's
     rerun (its answer stops after new_session: seen with a message log, without and with our reask) and the tab stays
-    blank: a loss of Streamlit's that this test does not test (the note of issue #24 leaves it open). Such an attempt
+    blank: a loss of Streamlit's that this test does not test (the app cannot prevent it). Such an attempt
     is tried again with a fresh tab, up to ATTEMPTS times; a page that is drawn is the one the assertions read, so a
     wrong page (Attention for Train, the address lost) still fails."""
     for attempt in range(ATTEMPTS):

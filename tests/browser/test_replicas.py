@@ -64,7 +64,7 @@ def open_through(browser, lb, path: str, replica: str | None = None, width: int 
 
 def test_each_browser_keeps_to_its_replica_for_uploads_and_downloads(browser, lb):
     from app_pages._ui.training_job import CHECKPOINTS
-    from viz_core.seq2seq.training import checkpoint_zip, load_checkpoint
+    from viz_core.seq2seq.checkpoint import checkpoint_zip, load_checkpoint
     data = checkpoint_zip(load_checkpoint(CHECKPOINTS / "copy"))
     assert zipfile.ZipFile(io.BytesIO(data)).namelist()
     seen = []

@@ -1,6 +1,6 @@
 """What a visitor types that the server must refuse or explain, done the way a person does it in Chromium: a server
 folder and an id off the allowlist in the model box (Chinese, no path shown), Chinese text on the English default
-model, toy-task input that is malformed or outside the trained range, and (issue #19) a checkpoint with an absurd
+model, toy-task input that is malformed or outside the trained range, and a checkpoint with an absurd
 config, a one-head cross attention chosen in the menu, typed markup, and a comparison stopped while in line."""
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ import pytest
 from tests.browser.conftest import (assert_no_exception, charts_drawn, choose, open_tab, pick, screenshot,
                                     the_open_tab, tick_labels, wait_done)
 from viz_core import i18n
-from viz_core.seq2seq.training import checkpoint_files, load_checkpoint
+from viz_core.seq2seq.checkpoint import checkpoint_files, load_checkpoint
 
 pytestmark = pytest.mark.browser
 
@@ -70,7 +70,7 @@ def test_toy_task_input_refused_or_flagged(open_page, task, typed, words):
     screenshot(page, f"safety-train-{task}-{typed.replace('+', 'p')}")
 
 
-# ---------------------------------------------------------------- issue #19: uploads, crashes, typed markup
+# ---------------------------------------------------------------- uploads, crashes, typed markup
 def absurd_checkpoint(tmp_path, info: dict | None = None, first_step=None, **model) -> str:
     """The shipped reverse checkpoint as a zip whose config.json asks for an absurd model, or carries odd values in
     info or as the first history record's step."""

@@ -1,4 +1,4 @@
-"""A server a class can share (issue #19), on a server of its own: one visitor's long sentences, clients that never
+"""A server a class can share, on a server of its own: one visitor's long sentences, clients that never
 read what the server sends, and the uploads of a session that has ended. Sessions speak Streamlit's websocket
 protocol (bench/st_protocol.py, what a browser tab sends) so that a test can be a hostile client; the server's RSS
 is sampled with psutil. Every wait polls the server's state up to a deadline."""

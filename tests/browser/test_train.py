@@ -193,7 +193,7 @@ def test_corrupt_upload_shows_a_clear_error(open_page):
 
 
 def test_valid_zip_upload_switches_to_its_task(open_page, tmp_path):
-    from viz_core.seq2seq.training import checkpoint_zip, load_checkpoint
+    from viz_core.seq2seq.checkpoint import checkpoint_zip, load_checkpoint
     from app_pages._ui.training_job import CHECKPOINTS
     data = checkpoint_zip(load_checkpoint(CHECKPOINTS / "copy"))
     assert zipfile.ZipFile(io.BytesIO(data)).namelist()
@@ -206,7 +206,7 @@ def test_valid_zip_upload_switches_to_its_task(open_page, tmp_path):
 def test_a_second_upload_loads_after_the_server_has_let_the_first_go(open_page):
     """The server forgets an upload once the page has read it; the uploader still lists it, and a second checkpoint
     added to the list loads on its own (the first is not read again, and is no error)."""
-    from viz_core.seq2seq.training import checkpoint_zip, load_checkpoint
+    from viz_core.seq2seq.checkpoint import checkpoint_zip, load_checkpoint
     from app_pages._ui.training_job import CHECKPOINTS
     page = open_page("/train?lang=en&task=copy")
     _upload(page, [{"name": "copy.zip", "mimeType": "application/zip",
@@ -233,7 +233,7 @@ def test_causal_decoder_attention_is_hatched(open_page):
     screenshot(page, "train-tab-attention-decoder-en")
 
 
-# ---------------------------------------------------------------- issue #21: weak lengths and the student's own input
+# ---------------------------------------------------------------- weak lengths and the student's own input
 def test_the_shipped_model_shows_its_accuracy_at_every_input_length(open_page):
     page = open_page("/train?lang=en&task=sort")
     table = by_length_table(page)

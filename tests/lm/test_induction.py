@@ -1,5 +1,5 @@
 """Induction data, the induction score's two rules, typed sequences, the phase change, and the shipped model's
-induction head on typed repeats of every segment length (issue #21)."""
+induction head on typed repeats of every segment length."""
 import numpy as np
 import pytest
 import torch
@@ -163,7 +163,7 @@ def test_phase_change_is_the_first_evaluation_a_nat_below():
     assert phase_change_step(history[:3]) is None and phase_change_step([]) is None
 
 
-# ---------------------------------------------------------------- the shipped model (issue #21's goal)
+# ------------------------------------------------------------ the shipped model finds induction on typed repeats
 @pytest.fixture(scope="module")
 def shipped():
     from viz_core import CHECKPOINTS_DIR

@@ -97,7 +97,7 @@ def test_the_page_cache_holds_the_packaged_weights_once():
     assert page_models.loaded("")
 
 
-# ---------------------------------------------------------------- head ablation in numpy (issue #25)
+# ---------------------------------------------------------------- head ablation in numpy
 ABLATION_CASES = [
     ("The cat sat on the mat.", "A dog lay on the rug."),    # pair: cosine of the two embeddings
     ("The cat sat on the mat because it was tired.", None),  # one text: the turn of its own embedding
@@ -187,7 +187,7 @@ def test_numpy_ablation_refuses_bad_input(models):
         ab.head_importance("a text", method="halve")
 
 
-# ---------------------------------------------------------------- Q, K, V and positions in numpy (issue #25)
+# ---------------------------------------------------------------- Q, K, V and positions in numpy
 @pytest.mark.parametrize("text", ["The cat sat on the mat.", "猫坐在垫子上 🙂 [SEP] x", "word " * 600])
 def test_qkv_equals_transformers(models, text):
     nb, hf = models
@@ -254,7 +254,7 @@ def test_long_text_reports_progress_between_rounds_with_the_model_free(models, m
 
 
 def test_long_text_stops_between_rounds_when_the_visitor_left(models, monkeypatch):
-    from viz_core import cancel
+    from viz_core.runtime import cancel
 
     ab = bert_numpy.NumpyAblation(models[0])
     long = " ".join(LONG_WORDS[i % len(LONG_WORDS)] for i in range(198))

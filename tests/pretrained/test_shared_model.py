@@ -1,4 +1,4 @@
-"""A model shared by every session stays read-only under concurrency (issue #19): one thread's hooks never see
+"""A model shared by every session stays read-only under concurrency: one thread's hooks never see
 another thread's forward pass, and the shared tokenizer never gives one thread another's truncation setting.
 
 Tiny random BERT (from a config, the packaged MiniLM tokenizer) with a 64-position limit, so that long and short
@@ -15,7 +15,7 @@ import torch
 from transformers import AutoTokenizer, BertConfig, BertModel
 
 from viz_core import pretrained
-from viz_core.hooks import thread_hooks
+from viz_core.runtime.hooks import thread_hooks
 from viz_core.pretrained.policy import ModelPolicy
 
 WORDS = "the cat sat on a mat while seven dogs ran past an old red barn near the river".split()

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-SENTENCE = "我今天在图书馆学习注意力机制，老师说它很重要。"  # issue #21: 17 of its 23 tokens are [UNK] for MiniLM
+SENTENCE = "我今天在图书馆学习注意力机制，老师说它很重要。"  # 17 of its 23 tokens are [UNK] for MiniLM
 SPECIALS = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
 LATIN = ["the", "cat", "sat", "on", "mat", ".", "，", "。"]
 

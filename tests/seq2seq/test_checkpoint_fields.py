@@ -12,8 +12,9 @@ from viz_core import i18n
 from viz_core.errors import InputError
 from viz_core.seq2seq.model import ModelConfig
 from viz_core.seq2seq.tasks import make_task
-from viz_core.seq2seq.training import (MAX_HISTORY, MAX_STEPS, TrainConfig, Trainer, checkpoint_files, checkpoint_zip,
-                                       load_checkpoint_files, read_upload, snapshot_shapes)
+from viz_core.seq2seq.checkpoint import (MAX_HISTORY, MAX_STEPS, checkpoint_files, checkpoint_zip, load_checkpoint_files,
+                                         read_upload, snapshot_shapes)
+from viz_core.seq2seq.training import TrainConfig, Trainer
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")  # small models: one torch thread
 

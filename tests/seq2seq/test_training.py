@@ -17,9 +17,9 @@ from viz_core.seq2seq import training
 from viz_core.errors import InputError
 from viz_core.seq2seq.model import ModelConfig, Seq2SeqTransformer, count_parameters
 from viz_core.seq2seq.tasks import EOS, PAD, make_task, sample_batch
-from viz_core.seq2seq.training import (TrainConfig, Trainer, check_fits, checkpoint_files, checkpoint_zip, greedy_decode,
-                               label_smoothed_loss, load_checkpoint, load_checkpoint_files, noam_lr, pick_device,
-                               read_upload, sequence_scores, teacher_forced_exact)
+from viz_core.seq2seq.checkpoint import checkpoint_files, checkpoint_zip, load_checkpoint_files, read_upload
+from viz_core.seq2seq.training import (TrainConfig, Trainer, check_fits, greedy_decode, label_smoothed_loss, load_checkpoint,
+                                       noam_lr, pick_device, sequence_scores, teacher_forced_exact)
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")  # small models: one torch thread
 
@@ -530,7 +530,7 @@ def test_readme_commands_give_the_shipped_training_settings(task):
     from viz_core.seq2seq.__main__ import configs, parse_args
     ckpt = viz_core.CHECKPOINTS_DIR
     line = next(ln for ln in (ckpt / "README.md").read_text().splitlines()
-                if ln.startswith(f"python -m viz_core.train --task {task} "))
+                if ln.startswith(f"python -m viz_core.seq2seq --task {task} "))
     model_cfg, train_cfg = configs(parse_args(shlex.split(line)[3:]))
     shipped = json.loads((ckpt / task / "config.json").read_text())
     ours = train_cfg.to_dict()
@@ -545,8 +545,9 @@ def test_readme_commands_give_the_shipped_training_settings(task):
 
 @pytest.mark.parametrize("task", ["reverse", "copy", "date", "sort", "addition"])
 def test_every_shipped_checkpoint_is_right_at_every_input_length(task):
-    """Issue #21: the shipped models reach 99 % at the WORST length of their trained range, on held-out inputs
-    other than those measured when they were saved (another seed), and say so in their config."""
+    """A student's input of any trained length is decoded right: the shipped models reach 99 % at the WORST length of
+    their trained range, on held-out inputs other than those measured when they were saved (another seed), and say
+    so in their config."""
     model = load_checkpoint(viz_core.CHECKPOINTS_DIR / task)
     by_length = training.accuracy_by_length(model, n_per_length=300, seed=2024)
     assert list(by_length) == list(model.task.lengths)
@@ -556,7 +557,7 @@ def test_every_shipped_checkpoint_is_right_at_every_input_length(task):
 
 
 def test_cli_module_entry_point_reports_bad_arguments():
-    res = subprocess.run([sys.executable, "-m", "viz_core.train", "--task", "reverse", "--min-len", "9",
+    res = subprocess.run([sys.executable, "-m", "viz_core.seq2seq", "--task", "reverse", "--min-len", "9",
                           "--max-len", "3", "--max-steps", "1"], capture_output=True, text=True, timeout=120)
     assert res.returncode == 2 and "min_len" in res.stderr
 

@@ -21,10 +21,10 @@ from typing import Any
 import numpy as np
 import torch
 
-from viz_core import blocks, mechanics, optimizers, positional, scaling
+from viz_core.lessons import blocks, mechanics, optimizers, positional, scaling
 from viz_core.attention import MultiHeadAttention, scaled_dot_product_attention
 from viz_core.masks import causal_mask, padding_mask
-from viz_core.seeding import seeded
+from viz_core.runtime.seeding import seeded
 
 SINK_TEXT = "The students read the notes before the exam because it was hard."  # the last step's sentence
 REVERSE_SOURCE = "3 1 4 1 5"      # the source the reverse step decodes

@@ -7,7 +7,6 @@
     induction.py  repeated-token sequences, previous-token and induction scores per head
     lens.py       logit_lens (each block's residual stream through ln_f and the unembedding), architecture_of
     __main__.py   the command line: python -m viz_core.lm --task induction --max-seconds 60 --out DIR
-                  (also python -m viz_core.lm_train)
 
 `from viz_core.lm import LMConfig, DecoderLM, KVCache, cache_bytes` (the public API) reads the model module.
 """

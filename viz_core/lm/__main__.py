@@ -1,7 +1,9 @@
 """Train the decoder-only LM from the command line and save a checkpoint (safetensors + JSON).
 
-    python -m viz_core.lm_train --task induction --max-seconds 60 --out viz_core/checkpoints/lm_induction
-    python -m viz_core.lm_train --task chars --max-seconds 60 --out viz_core/checkpoints/lm_chars
+    python -m viz_core.lm --task induction --max-seconds 60 --out viz_core/checkpoints/lm_induction
+    python -m viz_core.lm --task chars --max-seconds 60 --out viz_core/checkpoints/lm_chars
+
+Exits with 1 when the loss became NaN or diverged (the checkpoint is written all the same).
 """
 from __future__ import annotations
 
@@ -12,7 +14,7 @@ from .training import TASKS, LMTrainConfig, LMTrainer
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
-    p = argparse.ArgumentParser(prog="python -m viz_core.lm_train", description=__doc__.splitlines()[0])
+    p = argparse.ArgumentParser(prog="python -m viz_core.lm", description=__doc__.splitlines()[0])
     p.add_argument("--task", choices=TASKS, default="induction")
     p.add_argument("--max-seconds", type=float, default=60.0, help="training-time budget")
     p.add_argument("--max-steps", type=int, default=None)
@@ -47,7 +49,13 @@ def main(argv: list[str] | None = None) -> int:
         print("held-out loss per language (nats/char):", lm.info["heldout_loss"], flush=True)
     out = lm.save(args.out, args.dtype)
     print(f"stopped ({trainer.reason}) after {trainer.step} steps, {trainer.seconds:.1f} s; saved to {out}")
+    if trainer.reason in FAILED:
+        print(f"error: {FAILED[trainer.reason]}", file=sys.stderr)
+        return 1
     return 0
+
+
+FAILED = {"nan": "the loss became NaN: lower --lr", "diverged": "the loss diverged: lower --lr"}
 
 
 def _line(m) -> str:

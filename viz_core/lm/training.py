@@ -1,5 +1,6 @@
-"""Training the decoder-only LM: a trainer that yields metrics (and knows nothing of a UI), the trained
-LanguageModel with its tokenizer, and checkpoints (safetensors + JSON, never pickle).
+"""Training the decoder-only LM: a trainer that yields metrics and knows nothing of a UI (its loop and stop rules:
+viz_core.runtime.training_loop), the trained LanguageModel with its tokenizer, and checkpoints (safetensors + JSON,
+never pickle).
 
 Two tasks:
     induction   random tokens in which a segment repeats at random places (viz_core.lm.induction); Olsson et al. 2022
@@ -16,7 +17,6 @@ from __future__ import annotations
 
 import functools
 import json
-import math
 import time
 from collections.abc import Iterator
 from dataclasses import asdict, dataclass, field, fields
@@ -26,21 +26,19 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from ..device import DeviceBatches, autocast, memory_budget, pick_device, precision
-from .. import budget
+from ..runtime.device import DeviceBatches, autocast, memory_budget, pick_device, precision
+from ..runtime import budget
 from ..errors import InputError
-from ..export import write_files
+from ..io.export import write_files
 from .induction import half_losses, head_scores, repeated_tokens, scattered_repeats, typed_symbols
 from .model import DecoderLM, LMConfig, count_parameters
 from .charset import unknown_chars, vocabulary
 from .corpus import LANGS, char_corpus
-from .. import priority
-from ..seeding import RandomStream, unseeded
-from ..threads import thread_budget
+from ..runtime.seeding import RandomStream, unseeded
+from ..runtime.training_loop import Hooks, LoopConfig, diverge_limit, training_loop
 
 TASKS = ("induction", "chars")
 PROBE_LENGTH = 16  # induction: the snapshots' example is a 16-token segment repeated once
-STOP_REASONS = ("time", "steps", "target", "stopped", "nan")
 
 
 # ---------------------------------------------------------------- configuration
@@ -128,7 +126,7 @@ def sequence_length(train_cfg: LMTrainConfig) -> int:
 def check_fits(train_cfg: LMTrainConfig, model_cfg: LMConfig | None = None, limit: int | None = None
                ) -> tuple[int, int]:
     """(parameters, estimated bytes) of a run; InputError saying why when it needs more than `limit` bytes
-    (default: what one run may use on the device it would train on, viz_core.device.memory_budget)."""
+    (default: what one run may use on the device it would train on, viz_core.runtime.device.memory_budget)."""
     if model_cfg is None:
         model_cfg = default_model_config(train_cfg, _vocab_size(train_cfg.task))
     device = pick_device(train_cfg.force_cpu)
@@ -243,7 +241,7 @@ class LMTrainer:
         self.tokenizer = Tokenizer.for_task(cfg, vocab)
         self.model_cfg = model_cfg or default_model_config(cfg, self.tokenizer.size)
         self.device = torch.device(device) if device is not None else pick_device(cfg.force_cpu)
-        # initial weights (and any dropout) come from this training's own random stream (viz_core.seeding)
+        # initial weights (and any dropout) come from this training's own random stream (viz_core.runtime.seeding)
         self.random_stream = RandomStream(cfg.seed, self.device)
         with self.random_stream.active():
             self.model = DecoderLM(self.model_cfg).to(self.device)
@@ -260,6 +258,7 @@ class LMTrainer:
         self.snapshots: list[LMSnapshot] = []
         self.reason: str | None = None
         self._stop = False
+        self._window: list[float] = []  # training losses since the last record
         self._last_eval: dict = {}
 
     @property
@@ -275,25 +274,17 @@ class LMTrainer:
         self._stop = True
 
     def run(self) -> Iterator[LMMetrics]:
-        """Train; yield a record every log_every steps and after each evaluation; the last one has done=True."""
-        if self.step == 0:
-            self._evaluate()
-        window: list[float] = []
-        budget = self.train_cfg.threads if self.device.type == "cpu" else None
-        while not self.done:
-            if self.device.type == "cpu":
-                priority.wait_for_foreground()  # a visitor's pass on the same cores goes first
-            with thread_budget(budget):
-                window.append(self._train_step())
-                self.reason = self._check_stop(window[-1])
-                evaluated = self.step % self.train_cfg.eval_every == 0 or self.done
-                if evaluated and self.reason != "nan":
-                    self._evaluate()
-                    if self._reached_target() and self.reason in (None, "time", "steps"):
-                        self.reason = "target"  # also when the budget ran out on the evaluation that reached it
-            if evaluated or self.step % self.train_cfg.log_every == 0:
-                yield self._record(window, evaluated)
-                window = []
+        """Train (viz_core.runtime.training_loop: its stop rules, with divergence above 2 ln V + 1); yield a record
+        every log_every steps and after each evaluation; the last one has done=True."""
+        cfg = self.train_cfg
+        loop = LoopConfig(max_seconds=cfg.max_seconds, max_steps=cfg.max_steps, eval_every=cfg.eval_every,
+                          log_every=cfg.log_every, evaluate_first=True,
+                          diverge_above=diverge_limit(self.model_cfg.vocab), on_cpu=self.device.type == "cpu",
+                          threads=cfg.threads)
+        # a snapshot pairs the probe's maps with an evaluation's head scores: on Stop (no evaluation) none is taken
+        hooks = Hooks(train_step=self._logged_step, evaluate=self._evaluate, snapshot=lambda: None,
+                      record=self._record, stop_requested=lambda: self._stop, reached_target=self._reached_target)
+        yield from training_loop(self, hooks, loop)
 
     def language_model(self) -> "LanguageModel":
         """The trained model (a CPU copy in eval mode) with tokenizer, curves, snapshots and run info."""
@@ -314,6 +305,11 @@ class LMTrainer:
         cfg = self.train_cfg
         return scattered_repeats(size, cfg.seq_len, self.model_cfg.vocab, generator, cfg.min_repeat,
                                  max_copies=cfg.max_copies)
+
+    def _logged_step(self) -> float:
+        """One training step whose loss the next record averages; returns the loss."""
+        self._window.append(self._train_step())
+        return self._window[-1]
 
     def _train_step(self) -> float:
         t0 = time.perf_counter()
@@ -338,18 +334,6 @@ class LMTrainer:
         """The best head's induction score of the latest evaluation reached target_induction (when set)."""
         target = self.train_cfg.target_induction
         return target is not None and (self._last_eval.get("induction") or 0.0) >= target
-
-    def _check_stop(self, loss: float) -> str | None:
-        cfg = self.train_cfg
-        if not math.isfinite(loss):
-            return "nan"
-        if self._stop:
-            return "stopped"
-        if cfg.max_steps is not None and self.step >= cfg.max_steps:
-            return "steps"
-        if self.seconds >= cfg.max_seconds:
-            return "time"
-        return None
 
     @torch.no_grad()
     def _evaluate(self) -> None:
@@ -394,8 +378,10 @@ class LMTrainer:
         if len(self.snapshots) > self.train_cfg.max_snapshots:
             del self.snapshots[least_change(self.snapshots, self.train_cfg.eval_every)]
 
-    def _record(self, window: list[float], evaluated: bool) -> LMMetrics:
-        loss = float(np.mean(window)) if window else float("nan")
+    def _record(self, evaluated: bool) -> LMMetrics:
+        """The record of this step: the mean training loss since the last record and the last evaluation's figures."""
+        loss = float(np.mean(self._window)) if self._window else float("nan")
+        self._window = []
         scalars = {k: v for k, v in self._last_eval.items() if not k.endswith("_map")}
         m = LMMetrics(self.step, self.seconds, loss, self.tokens / max(self.seconds, 1e-9), **scalars,
                       evaluated=evaluated, done=self.done, reason=self.reason)

@@ -11,10 +11,12 @@ import numpy as np
 import plotly.graph_objects as go
 
 from ..pretrained.head_analysis import thumbnail
-from .common import LINE_COLOURS, PROB_SCALE, label_margins, matrix_heatmap, plain, tiles, widened
+from .common import (LINE_COLOURS, PLOT_WIDTH_PX, PROB_SCALE, cell_hover, clickable_cells, label_margins, matrix_heatmap,
+                     plain, widened)
 
 _LINE_VIEW_TEMPLATE = Path(__file__).with_name("line_view.html")
 COLOUR_QUANTILE = 0.99  # auto scale: the darkest colour is this quantile of the weights shown
+STATS_ROW_PX = 48       # stats_map: px of height per layer row (its cells' height)
 
 
 LABEL_FONTS = (8, 12)        # smallest and largest tick font, px: smaller first, thinning only below 8 px
@@ -75,7 +77,7 @@ def head_heatmap(w: np.ndarray, q_tokens: Sequence[str], k_tokens: Sequence[str]
         tickmode="array", tickvals=cols, ticktext=[plain(tok) for tok in k_tokens])
     angle = -60 if n_k > 6 else 0
     # the margins fit_margins would find, from the labels known here: one constructor call, no walk through plotly's
-    # objects afterwards (a layer change redraws this figure: issue #25's class on one server)
+    # objects afterwards (a layer change redraws this figure, so it stays cheap for a class on one server)
     need = label_margins(y_text, x_ticks.get("ticktext", cols[:256]), y_size=ticks.font, x_size=ticks.font,
                          x_angle=angle, colour_bar=True)
     axis = dict(type="category", showgrid=False, tickfont=dict(size=ticks.font))
@@ -136,13 +138,10 @@ def model_grid(weights: np.ndarray, *, thumb: int = 32, layer_label: str = "laye
                                                                                       ticks / 255 * zmax],
                                              orientation="h", y=-0.04, yanchor="top", len=0.6, x=0, xanchor="left",
                                              title=dict(text=plain(value_name), side="right"))))
-    ll, hh = np.meshgrid(np.arange(n_layers), np.arange(n_heads), indexing="ij")
-    fig.add_trace(go.Scatter(
-        x=centre(hh.ravel()), y=centre(ll.ravel()), mode="markers", showlegend=False, meta=tiles("xy"),
-        customdata=np.stack([ll.ravel(), hh.ravel()], axis=-1),
-        marker=dict(symbol="square", size=max(8, min(60, 700 // max(n_heads, 1) - 6)), opacity=0.0),
-        hovertemplate=f"{layer_label} %{{customdata[0]}} · {head_label} %{{customdata[1]}}"
-                      f"<br>{hover_hint}<extra></extra>"))
+    height = int(min(1100, 140 + PLOT_WIDTH_PX * n_layers / max(n_heads, 1)))  # square tiles, 140 px of margins
+    fig.add_trace(clickable_cells(n_layers, n_heads, f"{layer_label} %{{customdata[0]}} · {head_label} "
+                                  f"%{{customdata[1]}}<br>{hover_hint}<extra></extra>",
+                                  row_px=(height - 140) / n_layers, centre=centre))
     separator = dict(color="rgba(128,128,128,0.85)", width=2)
     shapes = [dict(type="line", x0=h * s - 0.5, x1=h * s - 0.5, y0=-0.5, y1=n_layers * s - 0.5, line=separator)
               for h in range(1, n_heads)]
@@ -160,7 +159,7 @@ def model_grid(weights: np.ndarray, *, thumb: int = 32, layer_label: str = "laye
                      ticktext=[str(layer) for layer in range(n_layers)], title_text=layer_label,
                      range=[n_layers * s - 0.5, -0.5], showgrid=False, zeroline=False, scaleanchor="x",
                      constrain="domain")  # tight to the tiles (layer 0 on top): no empty band on a phone
-    fig.update_layout(height=int(min(1100, 140 + 700 * n_layers / max(n_heads, 1))), margin=dict(l=10, r=10, t=90, b=50),
+    fig.update_layout(height=height, margin=dict(l=10, r=10, t=90, b=50),
                       clickmode="event+select", dragmode=False)
     return fig
 
@@ -177,16 +176,11 @@ def stats_map(values: np.ndarray, *, title: str, value_name: str, layer_label: s
     zmax = (float(np.nanmax(values)) or 1.0) if zmax is None else zmax
     fig = matrix_heatmap(values, rows, cols, title=title, x_title=head_label, y_title=layer_label,
                          value_name=value_name, zmin=zmin, zmax=zmax,
-                         colorscale="Viridis", value_format=value_format, height=120 + 48 * n_layers)
-    ll, hh = np.meshgrid(np.arange(n_layers), np.arange(n_heads), indexing="ij")
+                         colorscale="Viridis", value_format=value_format, height=120 + STATS_ROW_PX * n_layers)
     # the markers carry the hover (a point that cannot be hovered cannot be clicked either); the heatmap's is off
     fig.update_traces(hoverinfo="skip", hovertemplate=None, selector=dict(type="heatmap"))
-    fig.add_trace(go.Scatter(
-        x=hh.ravel(), y=ll.ravel(), mode="markers", showlegend=False, meta=tiles("xy"),
-        customdata=np.stack([ll.ravel(), hh.ravel(), values.ravel()], axis=-1),
-        hovertemplate=f"{layer_label} %{{customdata[0]}} · {head_label} %{{customdata[1]}}<br>{value_name}: "
-                      f"%{{customdata[2]:{value_format}}}<extra></extra>",
-        marker=dict(symbol="square", size=28, opacity=0.0)))
+    fig.add_trace(clickable_cells(n_layers, n_heads, cell_hover(layer_label, head_label, value_name, value_format),
+                                  row_px=STATS_ROW_PX, values=values))
     if selected is not None:
         fig.add_shape(type="rect", x0=selected[1] - 0.5, x1=selected[1] + 0.5, y0=selected[0] - 0.5,
                       y1=selected[0] + 0.5, line=dict(color="#e4572e", width=3))

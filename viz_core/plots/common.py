@@ -64,6 +64,39 @@ def tiles(axes: str = "xy") -> dict:
     return {"tiles": axes}
 
 
+PLOT_WIDTH_PX = 700  # a map's plot width in a laptop's page column: what a cell's width is estimated from
+
+
+def cell_marker_size(n_cols: int, row_px: float) -> int:
+    """The side in px of the invisible square marker over each cell of a map n_cols wide whose rows are row_px tall:
+    the cell's shorter side (its width estimated as PLOT_WIDTH_PX / n_cols) less a 3 px border, so the hover reaches
+    the cell's corners and neighbouring markers do not overlap; at least 8 px, at most 60. Where cells are smaller
+    (a phone) the hover still names the nearest centre, and a click is found by the cell it falls in (tiles())."""
+    cell = min(row_px, PLOT_WIDTH_PX / max(n_cols, 1))
+    return int(max(8, min(60, cell - 6)))
+
+
+def clickable_cells(n_rows: int, n_cols: int, hovertemplate: str, *, row_px: float, values: np.ndarray | None = None,
+                    centre=None) -> go.Scatter:
+    """Invisible square markers over the cells of an (n_rows, n_cols) map, so that hovering names a cell and a click
+    selects it: one point per cell in row-major order (point index = row * n_cols + col: layer * heads + head), each
+    owning its cell (tiles("xy")), sized by cell_marker_size. Each point's customdata is [row, col], then the cell's
+    value when values (n_rows, n_cols) is given: hovertemplate reads them as %{customdata[0]}, ... centre maps a row
+    or column index to its axis coordinate (default: the index itself)."""
+    rows, cols = np.meshgrid(np.arange(n_rows), np.arange(n_cols), indexing="ij")  # (n_rows, n_cols) each
+    data = [rows.ravel(), cols.ravel()] + ([np.asarray(values).ravel()] if values is not None else [])
+    at = centre or (lambda i: i)
+    return go.Scatter(x=at(cols.ravel()), y=at(rows.ravel()), mode="markers", showlegend=False, meta=tiles("xy"),
+                      customdata=np.stack(data, axis=-1), hovertemplate=hovertemplate,
+                      marker=dict(symbol="square", size=cell_marker_size(n_cols, row_px), opacity=0.0))
+
+
+def cell_hover(row_label: str, col_label: str, value_name: str, value_format: str) -> str:
+    """The hover of a clickable_cells point that carries its value: "layer 3 · head 5<br>entropy: 0.123"."""
+    return (f"{row_label} %{{customdata[0]}} · {col_label} %{{customdata[1]}}<br>{value_name}: "
+            f"%{{customdata[2]:{value_format}}}<extra></extra>")
+
+
 def plain(text) -> str:
     """Text as typed in a plotly label (tick, hover, title, cell text). Plotly reads a subset of HTML in every label
     (<b>, <i>, <br>, <sub>, <a href>, <span style>): a typed "<b>word</b>" would be drawn bold. '&', '<' and '>'
@@ -186,7 +219,8 @@ def matrix_heatmap(z: np.ndarray, row_labels: Sequence[str] | None = None, col_l
     (xt, xl), (yt, yl) = tick_labels(raw_cols), tick_labels(raw_rows)
     angle = -60 if len(cols) > 6 else 0
     axis = dict(type="category") if named else {}  # (names that read as numbers or dates stay names)
-    # reserve_margins' margins from the labels known here: the figure is built in one call (issue #25)
+    # reserve_margins' margins from the labels known here: the figure is built in one call, with no second
+    # walk through plotly's objects
     need = label_margins(yl, xl, x_angle=angle, colour_bar=True)
     layout = dict(xaxis=dict(axis, title=dict(text=x_title), tickmode="array", tickvals=[col_at[j] for j in xt],
                              ticktext=xl, side="bottom", tickangle=angle, showgrid=False, constrain="domain"),

@@ -8,9 +8,10 @@ import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
 from .attention import TokenTicks
-from .common import LINE_COLOURS, matrix_heatmap, plain, tiles
+from .common import LINE_COLOURS, cell_hover, clickable_cells, matrix_heatmap, plain
 
 SELECTED = "#e4572e"
+ROW_PX = 44  # importance_map: px of height per layer row (its cells' height)
 
 
 def importance_map(effect: np.ndarray, *, title: str, value_name: str, layer_label: str, head_label: str,
@@ -23,27 +24,17 @@ def importance_map(effect: np.ndarray, *, title: str, value_name: str, layer_lab
     n_layers, n_heads = effect.shape
     rows, cols = [f"{layer_label} {i}" for i in range(n_layers)], [f"{head_label} {j}" for j in range(n_heads)]
     fig = matrix_heatmap(effect, rows, cols, title=title, x_title=head_label, y_title=layer_label,
-                         value_name=value_name, signed=True, value_format=value_format, height=140 + 44 * n_layers)
+                         value_name=value_name, signed=True, value_format=value_format,
+                         height=140 + ROW_PX * n_layers)
     fig.update_traces(hoverinfo="skip", hovertemplate=None, selector=dict(type="heatmap"))
-    _cell_markers(fig, effect, layer_label, head_label, value_name, value_format)
+    fig.add_trace(clickable_cells(n_layers, n_heads, cell_hover(layer_label, head_label, value_name, value_format),
+                                  row_px=ROW_PX, values=effect))
     short_axes(fig, n_layers, n_heads)
     if selected is not None:
         fig.add_shape(type="rect", x0=selected[1] - 0.5, x1=selected[1] + 0.5, y0=selected[0] - 0.5,
                       y1=selected[0] + 0.5, line=dict(color=SELECTED, width=3))
     fig.update_layout(clickmode="event+select", dragmode=False)
     return fig
-
-
-def _cell_markers(fig: go.Figure, values: np.ndarray, layer_label: str, head_label: str, value_name: str,
-                  value_format: str) -> None:
-    n_layers, n_heads = values.shape
-    ll, hh = np.meshgrid(np.arange(n_layers), np.arange(n_heads), indexing="ij")
-    fig.add_trace(go.Scatter(
-        x=hh.ravel(), y=ll.ravel(), mode="markers", showlegend=False, meta=tiles("xy"),
-        customdata=np.stack([ll.ravel(), hh.ravel(), values.ravel()], axis=-1),
-        hovertemplate=f"{layer_label} %{{customdata[0]}} · {head_label} %{{customdata[1]}}<br>{value_name}: "
-                      f"%{{customdata[2]:{value_format}}}<extra></extra>",
-        marker=dict(symbol="square", size=24, opacity=0.0)))
 
 
 def short_axes(fig: go.Figure, n_layers: int, n_heads: int) -> None:

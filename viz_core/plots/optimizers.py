@@ -175,9 +175,9 @@ def race_figure(grid, hover_grid, trajs: Sequence, names: Mapping[str, str], lab
     # every trace is in every frame, the static ones unchanged ({}): plotly recomputes all traces when it animates
     # but re-plots only those of the frame, and a click on a trace left un-plotted fails (no start point after Play)
     unchanged = [{} for _ in range(n_static)]
-    # the frames a play passes through carry thinner trails (FRAME_TRAIL_POINTS): a race's frames were 371 of its
-    # 523 KB, which every page switch sends and the browser parses three times (issue #25); the last frame, where a
-    # play stops, draws them as the figure does
+    # the frames a play passes through carry thinner trails (FRAME_TRAIL_POINTS): with full trails the frames are
+    # most of the figure's bytes (bench/bench_optimizers.py prints its JSON size), which every page switch sends and
+    # the browser parses three times; the last frame, where a play stops, draws them as the figure does
     set_frames(fig, [go.Frame(data=unchanged + _frame_xy(trajs, int(s), fit,
                                                          TRAIL_POINTS if s == steps[-1] else FRAME_TRAIL_POINTS),
                                traces=list(range(len(fig.data))), name=str(int(s)), _validate=False) for s in steps])

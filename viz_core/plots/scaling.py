@@ -7,7 +7,7 @@ import numpy as np
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-from ..scaling import normal_pdf
+from ..lessons.scaling import normal_pdf
 from .common import LINE_COLOURS, fit_margins, matrix_heatmap
 
 UNSCALED_COLOUR, SCALED_COLOUR = LINE_COLOURS[3], LINE_COLOURS[0]  # red: q.k as is; blue: q.k / sqrt(d_k)
@@ -26,7 +26,8 @@ def _layout(fig: go.Figure, title: str, height: int = 360, legend_below: float |
 
 def density_bars(values: np.ndarray, bins: int, *, name: str, colour: str, x_title: str, y_title: str) -> go.Bar:
     """The histogram as bars binned here (np.histogram, density=True: the bar areas sum to 1): the browser gets
-    `bins` heights instead of every sample (10,000 samples were 107 KB of JSON per chart and binned in the browser)."""
+    `bins` heights instead of every sample (10,000 samples are about 107 KB of JSON per chart, binned again in the
+    browser)."""
     density, edges = np.histogram(values, bins=max(int(bins), 1), density=True) if values.size else (np.zeros(0),
                                                                                                   np.zeros(1))
     centres, widths = (edges[:-1] + edges[1:]) / 2, np.diff(edges)

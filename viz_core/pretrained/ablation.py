@@ -26,7 +26,7 @@ import numpy as np
 import torch
 
 from ..errors import InputError
-from ..hooks import thread_hooks
+from ..runtime.hooks import thread_hooks
 from .load import LoadedModel, _decoder_inputs, _encode, clean_text
 from .result import HeadImportance  # noqa: F401 - torch-free (bert_numpy makes it too); its old home is here
 from .token_text import token_labels

@@ -7,7 +7,7 @@ Integrated gradients (Sundararajan et al., 2017) for token i with embedding x_i 
 
 a midpoint Riemann sum of the path integral. Completeness: sum_i IG_i = f(x) - f(x') up to the sum's error, which
 `TokenAttribution.completeness_gap` reports. f is the same scalar that head ablation measures (see
-viz_core.ablation.Objective), except for a single text on a sentence encoder, where f(x) = e(x) . e_0 / |e_0|
+viz_core.pretrained.ablation.Objective), except for a single text on a sentence encoder, where f(x) = e(x) . e_0 / |e_0|
 (the length of the mean-pooled embedding along its own direction e_0), since the cosine with itself is constant.
 The baseline x' keeps the special tokens ([CLS], [SEP], ...) and gives every other token the word embedding of the
 padding token ([PAD]; 0 for a model without one, e.g. GPT-2).
@@ -36,7 +36,7 @@ def token_attribution(m, text: str, text_pair: str | None = None, method: str = 
                       steps: int = 32, target: str | int | None = None) -> TokenAttribution:
     """Integrated gradients of f (see the module docstring) per input token, plus raw attention and rollout.
 
-    m: what viz_core.pretrained.load_model() returns; target as in viz_core.ablation.head_importance.
+    m: what viz_core.pretrained.load_model() returns; target as in viz_core.pretrained.ablation.head_importance.
     """
     check_attribution(method, steps)
     obj = objective(m, text, text_pair, target)

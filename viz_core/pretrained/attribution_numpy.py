@@ -2,7 +2,7 @@
 
 The same numbers as viz_core.pretrained.attribution.token_attribution (tests compare them), so "Which heads matter"
 answers for the default model without importing torch and transformers, which hold about 340 MB of a server's memory
-(issue #25: one visitor of every Attention view under 600 MB).
+(the goal: one visitor of every Attention view under 600 MB; bench/bench_attention.py measures it).
 
 f as there: a single text scores f(x) = mean_n h_L(x)_n . e_0 / |e_0| (e_0 the intact text's mean-pooled embedding),
 a pair f = cos(mean_n h_L(A)_n, mean_n h_L(B)_n), each text encoded alone. The path runs over the word embeddings
@@ -22,8 +22,8 @@ from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 
-from .. import cancel
-from ..cancel import check as check_cancelled
+from ..runtime import cancel
+from ..runtime.cancel import check as check_cancelled
 from .bert_numpy import NumpyBert, Progress, _erf, ablation_threads, cosine, in_blocks, softmax
 from .head_analysis import attention_received, reading_rows
 from .result import TokenAttribution, check_attribution, clean_text
@@ -162,7 +162,7 @@ class NumpyAttribution:
     def _layer(self, h: np.ndarray, i: int) -> tuple[np.ndarray, tuple]:
         """One encoder layer (as NumpyBert._layer) keeping what its backward pass needs: q / sqrt(d_k), k, v, the
         weights, both LayerNorms' x_hat and r, the FFN's input to GELU and Phi of it."""
-        check_cancelled()  # a visitor who left: stop between layers (viz_core.cancel)
+        check_cancelled()  # a visitor who left: stop between layers (viz_core.runtime.cancel)
         b, w, p = self.bert, self.bert.w, f"encoder.layer.{i}."
         c, n, d = h.shape
         heads, dk = b.n_heads, d // b.n_heads

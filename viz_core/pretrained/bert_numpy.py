@@ -13,8 +13,9 @@ Tokenisation and truncation follow viz_core.pretrained exactly (same tokenizer.j
 longest-first truncation at the position limit); tests compare every output with transformers.
 
 `head_importance` knocks out every head in turn, as viz_core.pretrained.ablation does with torch (same growing batch,
-same f: the cosine of mean-pooled embeddings), so "Which heads matter" draws its map before torch has loaded
-(issue #25: the view's first visit after the server started went from 4.6 s to about 1 s).
+same f: the cosine of mean-pooled embeddings), so "Which heads matter" draws its map before torch has loaded:
+the view's first visit after a server start does not wait for torch and transformers to import
+(`python bench/bench_browser.py --rows importance` times it).
 """
 from __future__ import annotations
 
@@ -32,8 +33,8 @@ import numpy as np
 from .architecture import MINILM, Architecture
 from .result import DEFAULT_MODEL, DISPLAY_TOKEN_LIMIT, QKV, AttentionResult, HeadImportance, clean_text
 from .result import max_word_chars_of, unknown_causes
-from .. import cancel
-from ..cancel import check as check_cancelled
+from ..runtime import cancel
+from ..runtime.cancel import check as check_cancelled
 from ..errors import InputError
 
 Progress = Callable[[float], None]  # called with the share of the work done, 0..1
@@ -223,7 +224,7 @@ class NumpyBert:
         knock = (rows, heads, method): head heads[j]'s output (its slice of W_O's input) is replaced in batch row
         rows[j], by 0 ("zero") or by its mean over the positions of row 0 ("mean"); see NumpyAblation.
         capture: a list that receives (q, k, v), each (B, H, N, d_k), the queries, keys and values of the layer."""
-        check_cancelled()  # a visitor who left: stop between layers (viz_core.cancel)
+        check_cancelled()  # a visitor who left: stop between layers (viz_core.runtime.cancel)
         ctx, weights = self._attend(h, i, capture)
         if not need_output:
             return None, weights

@@ -21,7 +21,7 @@ from typing import Callable
 
 import torch
 
-from ..hooks import thread_hooks
+from ..runtime.hooks import thread_hooks
 from .ablation import _layers
 from .lens import final_norm
 

@@ -20,9 +20,9 @@ import torch
 
 from .result import DEFAULT_MODEL, DISPLAY_TOKEN_LIMIT, MAX_CHARS, QKV, AttentionResult, clean_text  # noqa: F401
 from .result import max_word_chars_of, unknown_causes
-from .. import budget
+from ..runtime import budget
 from ..errors import InputError
-from ..hooks import thread_hooks
+from ..runtime.hooks import thread_hooks
 from . import catalog, packaged
 from .architecture import Architecture, of_config
 from .batching import GroupCommit

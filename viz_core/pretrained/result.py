@@ -1,7 +1,7 @@
 """What an attention extraction returns, and the input checks before it: plain data, no torch.
 
 Shared by the transformers path (viz_core.pretrained) and the numpy path of the packaged model
-(viz_core.bert_numpy), so a page can show the default model's attention without importing torch.
+(viz_core.pretrained.bert_numpy), so a page can show the default model's attention without importing torch.
 """
 from __future__ import annotations
 

@@ -4,5 +4,4 @@
     tasks.py      the toy tasks (copy, reverse, sort, addition, date) and their vocabularies
     training.py   TrainConfig, Trainer (a generator of progress), checkpoints (safetensors + JSON), load_checkpoint
     __main__.py   the command line: python -m viz_core.seq2seq --task reverse --max-seconds 60 --out DIR
-                  (also python -m viz_core.train)
 """

@@ -1,11 +1,11 @@
 """Command line: train the small Transformer on a toy task and save a checkpoint.
 
-    python -m viz_core.train --task reverse --max-seconds 60 --out DIR
+    python -m viz_core.seq2seq --task reverse --max-seconds 60 --out DIR
 
 Prints the held-out accuracy while it trains (overall and at the worst input length: training stops once the worst
 length reaches --target on 2 evaluations in a row), then why it stopped and the accuracy at every input length on
 fresh held-out data; DIR receives model.safetensors + config.json
-(+ snapshots.safetensors). Load it back with viz_core.training.load_checkpoint(DIR).translate("3 1 4 1 5").
+(+ snapshots.safetensors). Load it back with viz_core.seq2seq.training.load_checkpoint(DIR).translate("3 1 4 1 5").
 """
 from __future__ import annotations
 
@@ -16,8 +16,9 @@ import time
 from ..errors import InputError
 from .model import ModelConfig
 from .tasks import TASKS, make_task
-from ..threads import thread_budget
-from .training import DTYPES, TrainConfig, Trainer, save_checkpoint, worst_length
+from ..runtime.threads import thread_budget
+from .checkpoint import DTYPES, save_checkpoint
+from .training import TrainConfig, Trainer, worst_length
 
 
 def _target(text: str) -> float | None:
@@ -25,7 +26,7 @@ def _target(text: str) -> float | None:
 
 
 def parse_args(argv=None) -> argparse.Namespace:
-    p = argparse.ArgumentParser(prog="python -m viz_core.train", description=__doc__.split("\n\n")[0])
+    p = argparse.ArgumentParser(prog="python -m viz_core.seq2seq", description=__doc__.split("\n\n")[0])
     p.add_argument("--task", default="reverse", choices=sorted(TASKS))
     p.add_argument("--out", help="checkpoint directory to write (default: write nothing)")
     p.add_argument("--max-seconds", type=float, default=60.0, help="training-time budget (default 60)")

@@ -13,7 +13,7 @@ import time
 
 from .. import CHECKPOINTS_DIR
 from ..errors import InputError
-from ..threads import thread_budget
+from ..runtime.threads import thread_budget
 from .__main__ import length_table
 from .training import accuracy_by_length, load_checkpoint, worst_length
 

@@ -1,7 +1,7 @@
 """What the Positions page draws, computed: thinned views of the encoding table, the waves of two columns, the
 similarity and rotation studies, the learned / sinusoidal / rotary comparison and the order experiment.
 
-The formulas live in viz_core.positional; this module arranges them into the page's figures. Every result is a
+The formulas live in viz_core.lessons.positional; this module arranges them into the page's figures. Every result is a
 plain, picklable dataclass of numpy arrays, so the page's st.cache_data wrappers only pass arguments through.
 
 Thinning: a heatmap cannot show more cells than it has pixels. A table of N positions is drawn at every s-th row,

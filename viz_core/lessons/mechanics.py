@@ -14,11 +14,11 @@ from dataclasses import dataclass, field
 import numpy as np
 import torch
 
-from .attention import (AdditiveAttention, MultiHeadAttention, additive_scores, attention_scores, masked_softmax,
+from ..attention import (AdditiveAttention, MultiHeadAttention, additive_scores, attention_scores, masked_softmax,
                         scaled_dot_product_attention)
-from .errors import InputError
-from .seeding import seeded, unseeded
-from .masks import (causal_mask, combine_masks, cross_padding_mask, fully_blocked_rows, padding_mask,
+from ..errors import InputError
+from ..runtime.seeding import seeded, unseeded
+from ..masks import (causal_mask, combine_masks, cross_padding_mask, fully_blocked_rows, padding_mask,
                     sliding_window_mask)
 
 # ---------------------------------------------------------------- the worked example of the study notes

@@ -24,7 +24,7 @@ import threading
 import time
 from collections.abc import Callable
 
-from .errors import InputError
+from ..errors import InputError
 
 log = logging.getLogger(__name__)
 

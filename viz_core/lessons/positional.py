@@ -17,7 +17,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .errors import InputError
+from ..errors import InputError
 
 BASE = 10_000.0          # the paper's base of the geometric frequency ladder
 MAX_CELLS = 4_000_000    # largest max_len * d_model computed at once (32 MB of float64); larger asks raise InputError
@@ -400,7 +400,7 @@ def order_experiment(tokens: list[str], perm: np.ndarray, d_model: int = 8, use_
     """
     import torch
 
-    from .attention import scaled_dot_product_attention
+    from ..attention import scaled_dot_product_attention
 
     perm = np.asarray(perm, dtype=np.int64)
     emb = token_embeddings(tokens, d_model, seed)  # (N, d)

@@ -1,4 +1,4 @@
-"""Reading what a visitor uploads, with every size bounded before it is read (issue #19).
+"""Reading what a visitor uploads, with every size bounded before it is read.
 
 A zip archive says how big its members are, but it may lie: `ZipFile.read` trusts the header and inflated 2 GiB
 from a small upload. JSON may nest deeper than Python's recursion limit. A safetensors file says in its header which
@@ -21,8 +21,8 @@ import struct
 import zipfile
 from pathlib import PurePosixPath
 
-from . import budget
-from .errors import InputError
+from ..runtime import budget
+from ..errors import InputError
 
 MAX_ZIP_MEMBERS = 16           # a checkpoint zip holds 2 or 3 files
 MAX_JSON_BYTES = 4 * 2**20     # a checkpoint's config.json is a few KB to a few hundred KB

@@ -2,9 +2,9 @@
 
 A pretrained model is loaded once and shared by every visitor's session, each running in its own thread. A forward
 hook registered with `module.register_forward_hook` fires for *every* thread's forward pass: while one session
-copied its attention out of a layer, another session's pass filled the first one's buffer (same sentence length)
-or another session's ablation hooks knocked heads out of an ordinary pass; with many sessions each pass also ran
-everyone's hooks (issue #19). Here each hooked module gets one permanent dispatcher, added the first time the
+copies its attention out of a layer, another session's pass would fill the first one's buffer (same sentence length)
+or another session's ablation hooks would knock heads out of an ordinary pass; with many sessions each pass would
+also run everyone's hooks. Here each hooked module gets one permanent dispatcher, added the first time the
 module is hooked (under a lock), that calls only what the *current thread* registered for it:
 
     with thread_hooks(forward=[(module, fn)], pre=[(module, fn, with_kwargs)]):

@@ -7,7 +7,7 @@ it to stop. Nothing but the job's thread touches the work's objects until the jo
 
 A server shared by a classroom must not run every session's training at once on its few cores: jobs take a slot
 from a server-wide JobSlots (first come, first served; a waiting job knows its place in the queue), and each job
-runs with a CPU thread budget for its own thread only (viz_core.threads), at a lower CPU priority than the
+runs with a CPU thread budget for its own thread only (viz_core.runtime.threads), at a lower CPU priority than the
 visitors' reruns (lower_priority).
 
     job = BackgroundJob(trainer.run(), on_stop=trainer.request_stop, alive=lambda: session_is_open(sid))

@@ -13,10 +13,10 @@ import torch
 from torch import nn
 
 from .blocks import EncoderBlock, xavier_init_
-from .errors import InputError
-from .masks import causal_mask
-from .seeding import seeded
-from .threads import thread_budget
+from ..errors import InputError
+from ..masks import causal_mask
+from ..runtime.seeding import seeded
+from ..runtime.threads import thread_budget
 
 # ================================================================ toy tokenizer
 SPECIALS = ("<pad>", "<unk>", "<bos>", "<eos>")

@@ -17,11 +17,11 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from .attention import scaled_dot_product_attention
-from .device import DeviceBatches
-from .errors import InputError
-from .seeding import seeded
-from .threads import thread_budget
+from ..attention import scaled_dot_product_attention
+from ..runtime.device import DeviceBatches
+from ..errors import InputError
+from ..runtime.seeding import seeded
+from ..runtime.threads import thread_budget
 
 DK_GRID = tuple(2 ** i for i in range(13))  # the d_k values the page sweeps: 1, 2, 4, ..., 4096
 MAX_DK = 65_536            # largest d_k accepted by the public functions
@@ -445,7 +445,7 @@ def train_experiment(cfg: ExperimentConfig = ExperimentConfig(), device: torch.d
                      ) -> ExperimentResult:
     """The same model, data and seed trained twice: scores q.k (unscaled) and q.k / sqrt(d_k) (scaled).
 
-    Each run gets half of cfg.max_seconds, single-threaded in this session's thread only (viz_core.threads). Denormals are flushed to zero while
+    Each run gets half of cfg.max_seconds, single-threaded in this session's thread only (viz_core.runtime.threads). Denormals are flushed to zero while
     it runs: probabilities below 1e-38 become 0, which changes no curve visibly but makes the unscaled (saturated)
     run about twice as fast.
     """

@@ -11,7 +11,7 @@ from typing import Callable
 
 import numpy as np
 
-from .errors import InputError
+from ..errors import InputError
 
 LINE_X = (0.0, 1.0, 2.0, 3.0, 4.0)                 # the five inputs of the line-fit example (the study notes)
 LINE_Y = tuple(2.0 * x + 1.0 for x in LINE_X)       # targets on the true line y = 2x + 1

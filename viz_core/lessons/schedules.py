@@ -9,7 +9,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .errors import InputError
+from ..errors import InputError
 
 SCHEDULES = ("constant", "step", "cosine", "warmup")
 

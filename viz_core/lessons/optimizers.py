@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import torch
 
-from .errors import InputError
+from ..errors import InputError
 from .schedules import ScheduleConfig, multipliers
 from .surfaces import Surface, get_surface
 
@@ -32,7 +32,7 @@ MAX_STEPS = 5000        # race length bound
 DIVERGE_FACTOR = 1e3    # a path farther than this many plot widths from the box is called diverged
 LR_GRID = tuple(float(v) for v in np.logspace(-4, 1, 16))    # fair race: 1e-4 .. 10, three values per decade
 
-# Hyperparameters besides lr, with the defaults of the issue (not all of torch's: RMSprop alpha 0.9, eps 1e-8).
+# Hyperparameters besides lr, with the lessons' defaults (not all of torch's: RMSprop alpha 0.9, eps 1e-8).
 DEFAULTS: dict[str, dict[str, float]] = {
     "sgd": {},
     "momentum": {"momentum": 0.9},
@@ -220,7 +220,7 @@ class RacerSpec:
 
 @dataclass(frozen=True)
 class RaceConfig:
-    surface: str = "bowl"                         # key of viz_core.surfaces.SURFACES
+    surface: str = "bowl"                         # key of viz_core.lessons.surfaces.SURFACES
     start: tuple[float, float] = (-4.5, 2.0)      # start point, inside the surface's box
     steps: int = 300                              # number of updates
     racers: tuple[RacerSpec, ...] = ()            # who races

@@ -13,10 +13,10 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from .attention import MultiHeadAttention
-from .errors import InputError
-from .seeding import seeded
-from .threads import thread_budget
+from ..attention import MultiHeadAttention
+from ..errors import InputError
+from ..runtime.seeding import seeded
+from ..runtime.threads import thread_budget
 
 
 # ================================================================ norms

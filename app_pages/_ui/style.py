@@ -1,0 +1,83 @@
+"""How the app looks beyond Streamlit's theme: the page's few CSS rules (page_style, drawn by app.py on every run)
+and the house settings every figure is drawn with (figure_style, applied by figures.py to each figure's dict; plotly's
+global templates are left as they are)."""
+from __future__ import annotations
+
+import streamlit as st
+
+# ---------------------------------------------------------------- figures
+COLORBAR_TRACES = ("heatmap", "contour", "histogram2d")  # the trace kinds whose colour bars are axes too
+
+
+def figure_style(spec: dict) -> dict:
+    """A figure's dict (fig.to_dict(), a copy: changed in place and returned) with the house settings in its template:
+    tick labels may overflow their axis (`ticklabeloverflow='allow'`), on the axes and on the colour bars.
+
+    Plotly's default on numeric axes ('hide past div') measures every tick label in the browser after each draw, a
+    forced layout per label, which a page of many small matrices pays on every switch. Our margins already make
+    room for the labels (automargin), so nothing is hidden either way."""
+    template = spec.setdefault("layout", {}).setdefault("template", {})
+    for axis in ("xaxis", "yaxis"):
+        template.setdefault("layout", {}).setdefault(axis, {})["ticklabeloverflow"] = "allow"
+    for kind in COLORBAR_TRACES:
+        traces = template.get("data", {}).get(kind)
+        if traces:
+            traces[0].setdefault("colorbar", {})["ticklabeloverflow"] = "allow"
+    return spec
+
+
+# ---------------------------------------------------------------- the page
+# Readable everywhere (phones, both themes): drawn once per run by app.py. Colours derive from the theme's own text
+# colour (currentColor), so they hold in light and dark.
+PAGE_CSS = """
+<style>
+/* captions: Streamlit's faded grey reaches only 3.8:1; the theme's text colour at 80 % reaches 6:1 in both themes */
+[data-testid="stCaptionContainer"] { color: inherit !important; opacity: 0.8; }
+/* formulas and wide tables scroll inside their own box on a narrow screen instead of running off the page */
+.formula { overflow-x: auto; overflow-y: hidden; max-width: 100%; padding: 0.1em 0; }
+.formula .katex-display { overflow: visible !important; width: max-content; min-width: 100%; }
+.formula:focus-visible { outline: 2px solid currentColor; outline-offset: 2px; }
+[data-testid="stTable"] { overflow-x: auto; }
+/* the element that starts loading plotly.js (chart.preload) takes no room */
+.st-key-ae_plotly_preload { display: none; }
+/* links to other pages in the page itself wrap on a narrow screen instead of being cut with an ellipsis */
+[data-testid="stMain"] [data-testid="stPageLink-NavLink"] > span:last-child,
+[data-testid="stMain"] [data-testid="stPageLink-NavLink"] [data-testid="stMarkdownContainer"],
+[data-testid="stMain"] [data-testid="stPageLink-NavLink"] p { white-space: normal; overflow: visible; }
+@media (max-width: 640px) {
+  .katex-display > .katex { font-size: 0.95em; }
+  /* a table's cells wrap (even inside a word) rather than make a scrolling box that a keyboard cannot reach */
+  [data-testid="stTable"] table, [data-testid="stMarkdownContainer"] table { table-layout: fixed; width: 100%; }
+  [data-testid="stTable"] td, [data-testid="stTable"] th,
+  [data-testid="stMarkdownContainer"] td, [data-testid="stMarkdownContainer"] th,
+  [data-testid="stTable"] td *, [data-testid="stTable"] th * { white-space: normal !important;
+    overflow-wrap: anywhere !important; word-break: break-word !important; min-width: 0; max-width: 100%; }
+  /* except tables made to fit a phone, in a container keyed "whole_words...": their columns take the widths their
+     names and numbers need (kept whole, a header wraps at its spaces), with less padding (Optimizers' results);
+     one still wider than the screen scrolls in its own box */
+  [class*="st-key-whole_words"] [data-testid="stMarkdownContainer"] { overflow-x: auto; }
+  [class*="st-key-whole_words"] [data-testid="stMarkdownContainer"] table { table-layout: auto; }
+  [class*="st-key-whole_words"] [data-testid="stMarkdownContainer"] :is(th, td) { overflow-wrap: normal !important;
+    word-break: normal !important; padding-left: 0.375rem; padding-right: 0.375rem; }
+  [class*="st-key-whole_words"] [data-testid="stMarkdownContainer"] td { white-space: nowrap !important; }
+  [data-testid="stMainBlockContainer"] { padding-left: 0.75rem; padding-right: 0.75rem; }
+}
+</style>
+"""
+
+
+# Dark theme: white on the light-blue primary colour reaches only 2.5:1; near-black text on it reaches 8:1.
+# (A darker primary would fail instead as text on the dark background: selected segments, links.)
+_DARK_PRIMARY = ('[data-testid="stBaseButton-primary"], [data-testid="stBaseButton-primary"] p, '
+                 '[data-testid="stBaseButton-primaryFormSubmit"] p, '
+                 '[data-testid="stMultiSelect"] span[title], [data-testid="stMultiSelect"] [role="presentation"] svg '
+                 '{ color: #111318 !important; fill: #111318; }')  # (multiselect chips sit on the primary colour)
+
+
+def page_style() -> None:
+    """The app's few CSS rules (see PAGE_CSS); called by the router on every run. The theme Streamlit reports
+    decides the dark-only rules (before it is known, the system preference does)."""
+    kind = getattr(getattr(st.context, "theme", None), "type", None)
+    dark = _DARK_PRIMARY if kind == "dark" else \
+        "" if kind == "light" else f"@media (prefers-color-scheme: dark) {{ {_DARK_PRIMARY} }}"
+    st.html(PAGE_CSS.replace("</style>", dark + "\n</style>"))
