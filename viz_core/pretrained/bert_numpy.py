@@ -19,7 +19,6 @@ the view's first visit after a server start does not wait for torch and transfor
 """
 from __future__ import annotations
 
-import contextlib
 import json
 import os
 import threading
@@ -56,17 +55,11 @@ def ablation_threads() -> int:
     return max(1, min(cores // max(1, per_product), share() if share is not None else cores))
 
 
-@contextlib.contextmanager
 def cores_share(cores: Callable[[], int]):
     """In the block, this thread's long computations split their work over at most cores() threads, asked again
     before each round of batches: a server passes how many cores are free of other visitors' computations now, so a
     short pass that arrives gets its core at the next round instead of sharing both with four threads."""
-    before = getattr(_share, "cores", None)
-    _share.cores = cores
-    try:
-        yield
-    finally:
-        _share.cores = before
+    return cancel.thread_value(_share, "cores", cores)
 
 
 @dataclass(frozen=True)

@@ -46,14 +46,19 @@ def owner() -> int:
 
 
 @contextmanager
-def acting_for(thread_id: int) -> Iterator[None]:
-    """In a pool worker: check `thread_id`'s mark (the page thread that handed it the work) instead of its own."""
-    before = getattr(_local, "owner", None)
-    _local.owner = thread_id
+def thread_value(local: threading.local, name: str, value) -> Iterator[None]:
+    """In the block, `local.<name>` is `value` for this thread; after it, what it was before (None if unset)."""
+    before = getattr(local, name, None)
+    setattr(local, name, value)
     try:
         yield
     finally:
-        _local.owner = before
+        setattr(local, name, before)
+
+
+def acting_for(thread_id: int):
+    """In a pool worker: check `thread_id`'s mark (the page thread that handed it the work) instead of its own."""
+    return thread_value(_local, "owner", thread_id)
 
 
 def requested() -> bool:
