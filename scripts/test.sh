@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Install everything the tests need (Python packages, Debian's Chromium for the browser tests) and run every test.
-# Usage: bash scripts/test.sh [extra pytest args]
+# Usage: bash scripts/test.sh [extra pytest args]: every test, in a parallel pass and a serial pass (below).
 #        bash scripts/test.sh --quick [extra pytest args]: the quick tier before a commit, every test but the browser
 #        tests (viz_core unit tests and one AppTest a page), with neither Chromium nor axe-core installed.
 set -euo pipefail
@@ -41,4 +41,28 @@ if [ ! -f .cache/axe/node_modules/axe-core/axe.min.js ]; then
 fi
 
 export HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 STREAMLIT_BROWSER_GATHER_USAGE_STATS=false
-python -m pytest -q -p no:cacheprovider "$@"
+# TEST_WORKERS=0 runs every test in one serial pass.
+WORKERS="${TEST_WORKERS:-3}"
+if [ "$WORKERS" = "0" ]; then exec python -m pytest -q -p no:cacheprovider "$@"; fi
+
+# Pass 1: every test but those marked `alone`, on $WORKERS pytest-xdist workers, each test file on one worker (its
+# module fixtures, its browser pages) and one Streamlit server per worker. A browser test's own process mostly waits
+# on its page; with 3 workers on 2 cores, the cores stay busy (vmstat: 0-2 % idle). Threads that wait must sleep,
+# not spin, or they take the core another worker's computation needs: OpenMP's (torch) wait passively, and numpy's
+# products run on one OpenBLAS thread, as app.py sets for the server (OpenBLAS's threads spin; with them a test of
+# threads side by side ran 20 times slower).
+status=0
+OMP_WAIT_POLICY=PASSIVE OPENBLAS_NUM_THREADS=1 python -m pytest -q -p no:cacheprovider -n "$WORKERS" --dist loadfile -m "not alone" "$@" \
+  || status=$?
+
+# Pass 2: the tests that measure a process's CPU, memory or pages, one at a time with nothing else running. Their
+# JUnit report, if one was asked for, goes beside the first pass's (NAME-alone.xml). Exit status 5 (nothing selected,
+# e.g. a run of one file without such tests) is not a failure.
+args=()
+for a in "$@"; do
+  case "$a" in --junitxml=*) args+=("${a%.xml}-alone.xml") ;; *) args+=("$a") ;; esac
+done
+rc=0
+python -m pytest -q -p no:cacheprovider -m alone ${args[@]+"${args[@]}"} || rc=$?
+if [ "$rc" -ne 0 ] && [ "$rc" -ne 5 ]; then status=$rc; fi
+exit "$status"

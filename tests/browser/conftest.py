@@ -25,7 +25,10 @@ DONE = "[data-testid='stApp'][data-test-script-state='notRunning']"
 # A chart of the page, drawn or not yet: the house chart element's box (app_pages/_ui/chart.py) or st.plotly_chart's
 # (the charts that report clicks). Once drawn, both hold plotly's ".js-plotly-plot".
 CHART = "[data-testid='stPlotlyChart'], .ae-chart"
-SERVER_LOG = ROOT / "artifacts" / "streamlit-server.log"
+# One log per pytest-xdist worker (PYTEST_XDIST_WORKER: gw0, gw1, ...; unset in a serial run), so that a test that reads
+# its server's log from an offset reads only its own server's lines.
+_WORKER = os.environ.get("PYTEST_XDIST_WORKER")
+SERVER_LOG = ROOT / "artifacts" / (f"streamlit-server-{_WORKER}.log" if _WORKER else "streamlit-server.log")
 SERVER: dict = {}  # "pid" of the Streamlit server of this test session (for tests that watch its CPU use)
 
 

@@ -20,7 +20,9 @@ sys.path.insert(0, str(ROOT / "bench"))
 from st_protocol import Session  # noqa: E402
 from viz_core.i18n import t  # noqa: E402
 
-pytestmark = pytest.mark.browser
+# measures its server's memory while a class works and after it left: in the serial pass, so that the class's
+# requests are served at the pace of a machine with nothing else to do (pytest.ini)
+pytestmark = [pytest.mark.browser, pytest.mark.alone]
 MB = 2**20
 MEMORY_LINE = "memory once the last session ended"  # what app_pages/_ui/memory.idle_release logs
 VIEWS = ("head", "grid", "lines", "aggregate", "stats", "sinks")  # the views a reader moves through

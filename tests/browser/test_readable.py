@@ -186,6 +186,7 @@ def _check(open_page, page_name: str, *, dark: bool, width: int, lang: str, extr
     show_everything(page, width)
     screenshot(page, f"readable_{tag}_{theme}_{width}_{lang}")
     assert_no_exception(page)
+    assert page.locator("[data-testid='stMain']").inner_text().strip(), "the page drew nothing"
     problems = {}
     text = unreadable_cell_text(page)
     if text:

@@ -254,6 +254,7 @@ def test_a_visitor_who_uploads_and_waits_cannot_hold_the_budget(server):
     assert run_async(main()) == (413, 204)  # refused while the idle visitor's file is held, taken after the hold
 
 
+@pytest.mark.alone  # measures the server's CPU: no other test may load the cores meanwhile
 def test_a_visitor_who_leaves_mid_computation_stops_costing_the_server_within_2_s(server):
     """'Which heads matter' on a 400-word text takes the server many seconds; its visitor closes the tab a second
     in. Within 2 s of that (a grace for reconnections, then the next layer or module) the server is idle again."""

@@ -80,6 +80,7 @@ def test_the_tokenizer_read_from_the_file_gives_transformers_own_tokens(decoder)
         reference.unk_token_id, reference.eos_token_id, reference.bos_token_id)
 
 
+@pytest.mark.alone  # the process's pages of the file: no other test of this process may have mapped it too
 def test_weights_copied_to_float32_leave_no_pages_of_the_file_behind(gemma):
     """Only the 16-bit weights still in use are read from the mapped file once loaded: the pages of the norms that
     were copied to float32 are given back (precision.release_file_pages)."""
