@@ -45,6 +45,42 @@ def test_a_step_never_waits_longer_than_the_bound():
     assert not priority.busy()
 
 
+def test_a_visitors_computation_shortens_the_gil_switch_interval_and_the_last_one_out_restores_it(monkeypatch):
+    import sys
+    monkeypatch.setattr(priority, "FOREGROUND_SWITCH_S", 0.001)
+    before = sys.getswitchinterval()
+    try:
+        sys.setswitchinterval(0.004)  # whatever the server had is what comes back
+        inside, leave = threading.Event(), threading.Event()
+
+        def visitor():
+            with priority.foreground():
+                inside.set()
+                leave.wait(5)
+
+        th = threading.Thread(target=visitor)
+        with priority.foreground():
+            assert sys.getswitchinterval() == pytest.approx(0.001)
+            th.start()
+            assert inside.wait(5)
+        assert sys.getswitchinterval() == pytest.approx(0.001)  # the other visitor's computation still runs
+        leave.set()
+        th.join(5)
+        assert sys.getswitchinterval() == pytest.approx(0.004) and not priority.busy()
+    finally:
+        sys.setswitchinterval(before)
+
+
+@pytest.mark.parametrize("setting", [0.0, 0.01])
+def test_a_switch_setting_of_0_or_not_shorter_leaves_the_interval_alone(monkeypatch, setting):
+    import sys
+    monkeypatch.setattr(priority, "FOREGROUND_SWITCH_S", setting)
+    before = sys.getswitchinterval()
+    with priority.foreground():
+        assert sys.getswitchinterval() == before
+    assert sys.getswitchinterval() == before
+
+
 def _counting(monkeypatch) -> list:
     calls = []
     monkeypatch.setattr(priority, "wait_for_foreground", lambda *a, **k: calls.append(1) or 0.0)

@@ -189,3 +189,19 @@ def test_streaming_extraction_equals_output_attentions(fixture, request):
     with torch.no_grad():
         own = torch.cat(m.model(**enc, output_attentions=True).attentions).numpy()
     np.testing.assert_array_equal(streamed, own)
+
+
+@pytest.mark.parametrize("fixture", ["tiny_bert", "tiny_gpt2"])
+def test_streaming_extraction_ends_the_pass_after_the_last_attention(fixture, request):
+    """Nothing after the last layer's attention changes a weight: its feed-forward block never runs."""
+    m = request.getfixturevalue(fixture)
+    ffns = [mod for name, mod in m.model.named_modules() if name.endswith(("mlp", "intermediate"))]
+    assert len(ffns) == m.n_layers
+    ran: list[int] = []
+    handles = [f.register_forward_hook(lambda *_a, i=i: ran.append(i)) for i, f in enumerate(ffns)]
+    try:
+        streamed = pretrained._forward_streaming(m, m.tokenizer("a b c d e f g", return_tensors="pt"))
+    finally:
+        for h in handles:
+            h.remove()
+    assert streamed is not None and sorted(ran) == list(range(m.n_layers - 1))

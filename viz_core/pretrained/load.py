@@ -410,11 +410,20 @@ def _stream_into(m: LoadedModel, enc, lengths: list[int]) -> list[np.ndarray | N
             for b, k in enumerate(lengths):  # torch's copy runs on all intra-op threads; numpy's on one
                 outs[b][layer].copy_(w[b, :, :k, :k])
                 filled[b][layer] = True
+            if layer == m.n_layers - 1:
+                raise _AllWeightsIn  # nothing after the last attention changes a weight: skip its FFN and the norm
         return hook
 
     with thread_hooks(forward=[(mod, hook_for(i)) for i, mod in enumerate(modules)]), torch.inference_mode():
-        m.model(**enc, output_attentions=False, return_dict=True)
+        try:
+            m.model(**enc, output_attentions=False, return_dict=True)
+        except _AllWeightsIn:
+            pass
     return [buf if all(done) else None for buf, done in zip(bufs, filled)]
+
+
+class _AllWeightsIn(Exception):
+    """Raised by the last layer's hook once every layer's attention weights are copied: the pass ends there."""
 
 
 _batcher_lock = threading.Lock()
