@@ -16,6 +16,7 @@ foreground(). The rows are interleaved so that the machine's drift falls on both
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import statistics
 import sys
@@ -64,19 +65,11 @@ def passes(m, n: int, foreground: bool) -> float:
     """Median seconds of n forward passes, each on a new sentence."""
     times = []
     for i in range(n):
-        with thread_budget(os.cpu_count() or 1), (priority.foreground() if foreground else _nothing()):
+        with thread_budget(os.cpu_count() or 1), (priority.foreground() if foreground else contextlib.nullcontext()):
             t0 = time.perf_counter()
             pretrained.attention_for(m, f"{TEXT} {i} {foreground}")
             times.append(time.perf_counter() - t0)
     return statistics.median(times)
-
-
-class _nothing:
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        return False
 
 
 SCENES = {"alone": (0, False), "1 Python thread": (1, False), "3 Python threads": (3, False),

@@ -19,7 +19,9 @@ def test_nothing_running_means_no_wait():
     assert not priority.busy() and priority.wait_for_foreground(5.0) == 0.0
 
 
-def test_a_step_waits_until_the_visitors_computation_ends():
+def _visitor() -> tuple[threading.Thread, threading.Event, threading.Event]:
+    """(thread, inside, leave): a thread that, once started, computes in the foreground (inside is set) until leave
+    is set (or 5 s)."""
     inside, leave = threading.Event(), threading.Event()
 
     def visitor():
@@ -27,7 +29,11 @@ def test_a_step_waits_until_the_visitors_computation_ends():
             inside.set()
             leave.wait(5)
 
-    th = threading.Thread(target=visitor)
+    return threading.Thread(target=visitor), inside, leave
+
+
+def test_a_step_waits_until_the_visitors_computation_ends():
+    th, inside, leave = _visitor()
     th.start()
     assert inside.wait(5) and priority.busy()
     threading.Timer(0.2, leave.set).start()
@@ -51,14 +57,7 @@ def test_a_visitors_computation_shortens_the_gil_switch_interval_and_the_last_on
     before = sys.getswitchinterval()
     try:
         sys.setswitchinterval(0.004)  # whatever the server had is what comes back
-        inside, leave = threading.Event(), threading.Event()
-
-        def visitor():
-            with priority.foreground():
-                inside.set()
-                leave.wait(5)
-
-        th = threading.Thread(target=visitor)
+        th, inside, leave = _visitor()
         with priority.foreground():
             assert sys.getswitchinterval() == pytest.approx(0.001)
             th.start()
