@@ -47,7 +47,7 @@ os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 import bench_load  # noqa: E402
 from bench_browser import free_port, start_server, stop_server  # noqa: E402
 from bench_load import Memory, dist, new_stats, pct  # noqa: E402
-from replicas import Replicas, replica_of, sticky_cookie, wait_healthy  # noqa: E402
+from replicas import Replicas, free_base_port, replica_of, sticky_cookie, wait_healthy  # noqa: E402
 from st_protocol import Session  # noqa: E402
 from viz_core.i18n import t  # noqa: E402
 
@@ -69,7 +69,7 @@ async def warm(lb: Replicas, query: str) -> None:
 async def class_scenario(args, n_replicas: int, n_visitors: int) -> dict:
     """n_visitors browsing and args.trainers training through HAProxy in front of n_replicas."""
     stats = new_stats() | {"spread": {}}
-    with Replicas(n_replicas, port=free_port()) as lb:
+    with Replicas(n_replicas, port=free_base_port(n_replicas)) as lb:
         mems = {r.name: Memory(r.proc.pid) for r in lb.replicas}
         for mem in mems.values():
             mem.start()
@@ -102,7 +102,7 @@ async def failover(args) -> dict:
     reconnects through HAProxy. Returns what came back."""
     out = {"reconnect_s": [], "view_back": 0, "view_lost": [], "survivors_ok": 0, "survivors_failed": [],
            "training_reported_lost": False}
-    with Replicas(2, port=free_port()) as lb:
+    with Replicas(2, port=free_base_port(2)) as lb:
         await warm(lb, "lang=en")
         tabs = []  # (session, cookie, path)
         for i in range(args.failover_visitors):

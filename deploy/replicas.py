@@ -103,6 +103,24 @@ def replica_of(cookie: str) -> str:
     return cookie.partition(f"{COOKIE}=")[2].split(";")[0]
 
 
+def free_base_port(n: int, low: int = 20000, high: int = 32000) -> int:
+    """A `port` for Replicas(n, port=...) whose HAProxy port and replica ports (port+10 ... port+10+n-1) are all free
+    now. Drawn below Linux's ephemeral range (32768 and up): a port picked by binding port 0 elsewhere (another test
+    worker's server) can never land on one of them between this check and the replicas' start."""
+    import random
+    import socket
+    for _ in range(200):
+        port = random.randrange(low, high - 10 - n)
+        try:
+            for p in (port, *range(port + 10, port + 10 + n)):
+                with socket.socket() as s:
+                    s.bind(("127.0.0.1", p))
+        except OSError:
+            continue
+        return port
+    raise RuntimeError(f"no free ports between {low} and {high}")
+
+
 @dataclass
 class Replicas:
     """N replicas of the app in `root` and HAProxy in front of them: `with Replicas(2) as lb: lb.url`."""

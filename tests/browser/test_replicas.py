@@ -16,12 +16,12 @@ import zipfile
 
 import pytest
 
-from tests.browser.conftest import (CHART, ROOT, _free_port, _unavailable, assert_no_exception, choose, chosen,
+from tests.browser.conftest import (CHART, ROOT, _unavailable, assert_no_exception, choose, chosen,
                                     open_tab, screenshot, wait_done)
 from viz_core.i18n import t
 
 sys.path.insert(0, str(ROOT / "deploy"))
-from replicas import COOKIE, HAPROXY, Replicas  # noqa: E402
+from replicas import COOKIE, HAPROXY, Replicas, free_base_port  # noqa: E402
 
 ATTENTION = "/?lang=zh&view=grid&layer=3"      # a visitor's own view, in Chinese
 TRAIN = "/train?lang=en&task=reverse&seconds=120"
@@ -31,7 +31,7 @@ TRAIN = "/train?lang=en&task=reverse&seconds=120"
 def lb(browser):
     if HAPROXY is None:
         _unavailable("HAProxy is not installed; the README's test command installs Debian's haproxy")
-    with Replicas(2, port=_free_port(), env={"HF_HUB_OFFLINE": "1", "STREAMLIT_CLIENT_SHOW_ERROR_DETAILS": "full"},
+    with Replicas(2, port=free_base_port(2), env={"HF_HUB_OFFLINE": "1", "STREAMLIT_CLIENT_SHOW_ERROR_DETAILS": "full"},
                   timeout_s=120) as replicas:
         yield replicas
 
