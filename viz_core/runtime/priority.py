@@ -4,7 +4,8 @@ A training thread at a low CPU priority (jobs.lower_priority) still gets its tim
 cores that is enough to stall a visitor's forward pass: the pass's OpenMP threads meet at a barrier after every
 operation, and one of them waiting for a core while a training step has it holds up the whole pass. So a visitor's
 computation marks itself as foreground work, and a training waits before its next step until none is running, for
-at most MAX_WAIT_S (it always makes progress, one step per MAX_WAIT_S under a continuous load).
+at most MAX_WAIT_S (it always makes progress, one step per MAX_WAIT_S under a continuous load). A step already under
+way stands aside within itself too (viz_core.runtime.step_aside, which calls wait_for_foreground).
 
     with foreground():               # a visitor's computation (app_pages/_ui/models.heavy)
         ...

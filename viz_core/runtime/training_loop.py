@@ -29,6 +29,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from . import priority
+from .step_aside import step_aside
 from .threads import thread_budget
 
 STOP_REASONS = ("target", "time", "steps", "stopped", "nan", "diverged")
@@ -60,7 +61,8 @@ class LoopConfig:
 class Trainee(Protocol):
     """The counters of a trainer that the loop reads, and the stop reason it writes."""
     step: int              # optimiser steps done (the trainer's train step counts them)
-    seconds: float         # training time so far, evaluation excluded
+    seconds: float         # training time so far, evaluation excluded (the loop takes out the time a step stood
+    #                        aside for visitors)
     reason: str | None     # why training stopped (STOP_REASONS); None while it runs
 
 
@@ -110,22 +112,27 @@ def training_loop(trainer: Trainee, hooks: Hooks, cfg: LoopConfig) -> Iterator[A
     """Train until a stop rule holds; yield hooks.record(evaluated) every log_every steps, after every evaluation
     and at the last step (trainer.reason set). Goes on from trainer.step; yields nothing once trainer.reason is set."""
     threads = cfg.threads if cfg.on_cpu else None
+    aside = priority.MAX_WAIT_S if cfg.on_cpu else 0.0  # a visitor's pass on the same cores goes first, even
+    #                                                      within a step (viz_core.runtime.step_aside)
     rules = StopRules(cfg)
     if trainer.step == 0 and trainer.reason is None:
-        with thread_budget(threads):
+        with thread_budget(threads), step_aside(aside, every_op=True):
             (hooks.evaluate if cfg.evaluate_first else hooks.snapshot)()
     while trainer.reason is None:
         if cfg.on_cpu:
-            priority.wait_for_foreground()  # a visitor's pass on the same cores goes first
+            priority.wait_for_foreground()
         with thread_budget(threads):
-            loss = hooks.train_step()
+            with step_aside(aside) as stood:
+                loss = hooks.train_step()
+            trainer.seconds -= stood.waited  # the time budget and tokens/s count training, not standing aside
             trainer.reason = rules.reason(trainer.step, trainer.seconds, loss, hooks.stop_requested())
             evaluated = evaluates(trainer.step, trainer.reason, cfg, hooks.evaluation_due)
-            if evaluated:
-                hooks.evaluate()
-                if hooks.reached_target():
-                    trainer.reason = "target"  # also when a budget ran out on the evaluation that reached it
-            elif trainer.reason == "stopped":
-                hooks.snapshot()
+            with step_aside(aside, every_op=True):
+                if evaluated:
+                    hooks.evaluate()
+                    if hooks.reached_target():
+                        trainer.reason = "target"  # also when a budget ran out on the evaluation that reached it
+                elif trainer.reason == "stopped":
+                    hooks.snapshot()
         if evaluated or trainer.step % cfg.log_every == 0 or trainer.reason is not None:
             yield hooks.record(evaluated)
