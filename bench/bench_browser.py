@@ -25,7 +25,8 @@ Rows (medians; each bounded by --row-timeout, the whole script by --deadline):
 and one plotly heatmap per page (no model, no torch): what any Streamlit app costs on this machine now. The cold row
 and the switch row then run the app and the floor interleaved (app, floor, floor, app, ...), with the same browser,
 and print each of our medians as a ratio to the floor's median of the same step in the same run, so the machine's
-drift (25 % an hour here) cancels out.
+drift (25 % an hour here) cancels out. --before DIR adds the app of another tree (a checkout of an earlier commit:
+`git worktree add /tmp/before HEAD~1`) to the switch row, interleaved with the two: a change measured in one run.
 
 The server listens on 127.0.0.1 on a free port; Chromium is Debian's /usr/bin/chromium driven by Playwright.
 """
@@ -345,21 +346,26 @@ def ratio_cold(pw, runs: int, timeout_s: float) -> tuple[list[float], list[float
     return ours, floor
 
 
-def ratio_switch(browser, rounds: int, timeout_s: float) -> tuple[dict, dict]:
-    """Warm sidebar switches of the app and the floor, both servers up, rounds interleaved after one warm-up round
-    each: ({stem: [seconds]}, {stem: [seconds]})."""
-    ours: dict[str, list[float]] = {s: [] for s in SWITCH_PAGES}
-    floor: dict[str, list[float]] = {s: [] for s in SWITCH_PAGES}
-    with Server() as app_server, Server(root=FLOOR_ROOT) as floor_server:
+def ratio_switch(browser, rounds: int, timeout_s: float, before: Path | None = None) -> dict[str, dict]:
+    """Warm sidebar switches of the app and the floor (and of the app of the tree `before`), all servers up, rounds
+    interleaved after one warm-up round each (the order reversed every round): {"ours" / "floor" / "before": {stem:
+    [seconds]}}."""
+    roots = {"ours": APP_ROOT, "floor": FLOOR_ROOT, **({"before": before} if before else {})}
+    times: dict[str, dict[str, list[float]]] = {k: {s: [] for s in SWITCH_PAGES} for k in roots}
+    servers = {k: Server(root=root) for k, root in roots.items()}
+    try:
+        for server in servers.values():
+            server.__enter__()
         for r in range(rounds + 1):
-            pairs = ((app_server, ours), (floor_server, floor))
-            for server, times in (pairs if r % 2 == 0 else pairs[::-1]):
-                got = switch_round(browser, server.url, SWITCH_PAGES, timeout_s,
-                                   f"switch round {r}{' (floor)' if times is floor else ''}")
+            for k in (list(roots) if r % 2 == 0 else list(roots)[::-1]):
+                got = switch_round(browser, servers[k].url, SWITCH_PAGES, timeout_s, f"switch round {r} ({k})")
                 for stem, (total, _script) in got.items():
                     if r > 0:
-                        times[stem].append(total)
-    return ours, floor
+                        times[k][stem].append(total)
+    finally:
+        for server in servers.values():
+            server.__exit__(None, None, None)
+    return times
 
 
 def ratio_row(what: str, ours: list[float], floor: list[float], goal: str) -> tuple[str, str, str, str, str]:
@@ -376,12 +382,16 @@ def print_ratios(pw, args) -> None:
     if "switch" in args.rows.split(","):
         browser = launch(pw)
         try:
-            ours, floor = ratio_switch(browser, args.rounds, args.row_timeout)
+            times = ratio_switch(browser, args.rounds, args.row_timeout, args.before)
         finally:
             browser.close()
         for stem in SWITCH_PAGES:
-            rows.append(ratio_row(f"warm sidebar switch → {t(f'common.nav_{stem}', 'en')}", ours[stem], floor[stem],
+            page = t(f"common.nav_{stem}", "en")
+            rows.append(ratio_row(f"warm sidebar switch → {page}", times["ours"][stem], times["floor"][stem],
                                   "≤ 1.5x"))
+            if args.before:
+                rows.append(ratio_row(f"… the same, the app of {args.before}", times["before"][stem],
+                                      times["floor"][stem], ""))
     print(f"\n{time.strftime('%Y-%m-%d %H:%M')}, `python bench/bench_browser.py --floor` (medians; runs, min–max)")
     print("\n| what the person does | ours | the floor | ratio | goal |\n|---|---|---|---|---|")
     for row in rows:
@@ -492,6 +502,9 @@ def main(argv=None) -> int:
     p.add_argument("--app-root", type=Path, default=ROOT, help="run the app (and the CLI) of this tree")
     p.add_argument("--floor", action="store_true",
                    help="rows cold and switch (of --rows) as ratios to the floor app, interleaved with it")
+    p.add_argument("--before", type=Path, default=None,
+                   help="with --floor: the switch row also for the app of this tree (a checkout of an earlier "
+                        "commit), interleaved with the other two")
     args = p.parse_args(argv)
     global APP_ROOT
     APP_ROOT = args.app_root.resolve()

@@ -233,3 +233,13 @@ def test_a_sessions_first_run_starts_loading_plotly_js_and_later_runs_do_not():
     assert not [e for e in at.sidebar if e.type == "bidi_component"] and len(charts(at)) == n
     from app_pages._ui import PAGE_CSS
     assert f".st-key-{chart.PRELOAD_KEY} {{ display: none; }}" in PAGE_CSS
+
+
+def test_the_page_names_the_widget_code_to_fetch_early():
+    """chart.LAZY_ELEMENTS are chunks of the installed Streamlit (one file each: their names carry a hash of the
+    build), and the page's head gives their names to the script that imports them once the tab has drawn a chart."""
+    names = chart.lazy_chunks()
+    assert sorted(n.split(".")[0] for n in names) == sorted(chart.LAZY_ELEMENTS)
+    tags = chart.head_tags().decode()
+    assert "window.__aeChunks" in tags and all(f'"{n}"' in tags for n in names)
+    assert "window.__aeChunks" in chart.JS  # the element calls it after drawing

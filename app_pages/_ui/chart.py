@@ -19,6 +19,9 @@ How it works:
   theme's colours (read from the CSS variables Streamlit gives every component) and sets the same layout defaults.
   A theme switch calls the element again, which redraws it in the new colours;
 - the width follows the column (a ResizeObserver), the modebar has the PNG button of PLOTLY_CONFIG;
+- a played history's slider, play buttons and frames come just after its chart is painted (controls());
+- once a tab has drawn its first chart, the code of the widgets other pages show is imported while the tab is idle
+  (LAZY_ELEMENTS, through head_tags()): a page's first visit does not wait for it;
 - a chart drawn with `on_select` reports a click on a point as st.plotly_chart's selection does
   (`st.session_state[key].selection["points"]`, each with curve_number, point_index, x, y), as a trigger: every click
   reruns the page once, the same point clicked twice included. A map of tiles (a trace whose `meta` is
@@ -32,6 +35,7 @@ says which.
 from __future__ import annotations
 
 import gzip
+import json
 import os
 import shutil
 from functools import lru_cache
@@ -114,6 +118,17 @@ function defaults(t) {  // the layout defaults st.plotly_chart's theme sets (siz
     coloraxis: { colorbar: { thickness: 16, xpad: 24, ticklabelposition: "outside", outlinecolor: "rgba(0,0,0,0)",
       outlinewidth: 8, len: 0.75, y: 0.5745, title: { font: { color: t.tick, size: 14 } },
       tickfont: { color: t.tick, size: 12 } } } };
+}
+// A played history's controls (plotly's slider and play buttons) and its frames are added just after the chart is
+// painted, as a job of their own: plotly lays out every step's label of a slider, forcing a layout of the whole page
+// for each, and Optimizers' race chart was drawn in 100 ms with them, 60 ms without. The figure keeps their room
+// (its bottom margin), so nothing moves when they come. Takes them out of `fig`; null where it has none.
+function controls(fig) {
+  const layout = fig.layout;
+  if (!fig.frames && !layout.sliders && !layout.updatemenus) return null;
+  const later = { frames: fig.frames || [], layout: { sliders: layout.sliders || [], updatemenus: layout.updatemenus || [] } };
+  delete fig.frames; delete layout.sliders; delete layout.updatemenus;
+  return later;
 }
 function figure(bytes, t) {
   const fig = JSON.parse(colours(new TextDecoder().decode(bytes), t));
@@ -236,9 +251,15 @@ export default function ({ data, parentElement, setTriggerValue }) {
     const fig = figure(data, theme(el));
     // a map of tiles: no selection of plotly's (it would mark the point plotly's hit test found, not the tile's)
     if (fig.select && (fig.data || []).some((t) => t.meta && t.meta.tiles)) fig.layout.clickmode = "none";
-    const draw = gd.classList.contains("js-plotly-plot") && !fig.frames ? Plotly.react : Plotly.newPlot;
-    return draw(gd, { data: fig.data || [], layout: fig.layout, frames: fig.frames || undefined,
+    const later = controls(fig);
+    const draw = gd.classList.contains("js-plotly-plot") && !later ? Plotly.react : Plotly.newPlot;
+    const drawn = gd.__aeDrawn = {};
+    return draw(gd, { data: fig.data || [], layout: fig.layout,
                       config: Object.assign({}, fig.config, { responsive: false }) }).then(() => {
+      if (later) schedule({ el, since: performance.now(), run: () => {  // the controls, once this chart is painted
+        if (gone || gd.__aeDrawn !== drawn) return;  // (a newer draw has its own)
+        return Plotly.addFrames(gd, later.frames).then(() => Plotly.relayout(gd, later.layout));
+      } });
       // (Plotly.newPlot drops a chart's listeners, Plotly.react keeps them: one, set anew)
       gd.removeAllListeners("plotly_click");
       gd.__aeReport = null;
@@ -248,6 +269,7 @@ export default function ({ data, parentElement, setTriggerValue }) {
       } else if (fig.select) {
         gd.on("plotly_click", (ev) => setTriggerValue("selection", { points: (ev.points || []).map(point) }));
       }
+      if (window.__aeChunks) window.__aeChunks();  // (head_tags: once per tab)
       width = el.clientWidth;
       observer = new ResizeObserver(() => {
         if (el.clientWidth && el.clientWidth !== width) { width = el.clientWidth; Plotly.Plots.resize(gd); }
@@ -339,6 +361,36 @@ def _gzipped(path: Path) -> bytes | None:
     return _GZIPPED[path]
 
 
+# Streamlit's browser code comes in chunks, and the chunk of each kind of widget is fetched and run the first time a
+# page of the tab shows one: Optimizers' number boxes and Scaling's sliders waited for theirs and their dependencies.
+# So once the tab has drawn its first chart, these are imported in the background, one at a time while the tab is
+# idle (the same modules Streamlit imports later: it then finds them loaded). Not with the page's own scripts: the
+# first page would wait for them.
+LAZY_ELEMENTS = ("Button", "ButtonGroup", "Checkbox", "DownloadButton", "Metric", "NumberInput", "Selectbox", "Slider",
+                 "Spinner")
+CHUNKS_JS = r"""
+window.__aeChunks = function () {
+  var main = document.querySelector('script[type="module"][src*="/static/js/index."]');
+  if (window.__aeChunked || !main) return;
+  window.__aeChunked = true;
+  var names = __CHUNKS__.slice();
+  var idle = window.requestIdleCallback || function (f) { return setTimeout(f, 50); };
+  var next = function () {  // one at a time, each when the tab is idle: a click on the first page is not kept waiting
+    var name = names.shift();
+    if (name) import(new URL(name, main.src).href).catch(function () {}).then(function () { idle(next); });
+  };
+  idle(next);
+};
+"""
+
+
+@lru_cache(maxsize=1)
+def lazy_chunks() -> list[str]:
+    """The file names of LAZY_ELEMENTS' chunks in the installed Streamlit (their names carry a hash of each build)."""
+    folder = Path(st.__file__).parent / "static" / "static" / "js"
+    return sorted(p.name for p in folder.glob("*.js") if p.name.split(".")[0] in LAZY_ELEMENTS)
+
+
 @lru_cache(maxsize=1)
 def head_tags() -> bytes:
     """What the page's HTML gets first in its <head> (PlotlyAsset): plotly.js is fetched before the page's ~60 scripts
@@ -354,7 +406,8 @@ def head_tags() -> bytes:
            ' s.src = src; s.onload = function () { ok(window.Plotly); };'
            ' s.onerror = function () { window.__aePlotly = null; fail(new Error("plotly.js could not be loaded")); };'
            ' document.head.appendChild(s); }); window.__aePlotly.catch(function () {}); };'
-           ' addEventListener("load", window.__aeRunPlotly); })();</script>')
+           ' addEventListener("load", window.__aeRunPlotly); })();'
+           + CHUNKS_JS.replace("__CHUNKS__", json.dumps(lazy_chunks())) + '</script>')
     return (run + f'<link rel="preload" as="script" href="{src}" onload="window.__aeRunPlotly()">').encode()
 
 

@@ -114,3 +114,49 @@ def test_plotly_js_is_loaded_once_per_tab_gzipped_and_kept_by_the_browser(browse
         assert_no_exception(page)
     finally:
         ctx.close()
+
+
+def test_widget_code_is_fetched_before_the_first_page_that_shows_it(browser, server_url):
+    """Once the tab has drawn its first chart, the code of the widgets other pages show (chart.LAZY_ELEMENTS, and
+    what it imports) is fetched in the background: the first visit to Optimizers (its number boxes) then fetches no
+    script, where it used to wait for two."""
+    from app_pages._ui import chart
+    ctx = browser.new_context(viewport={"width": 1400, "height": 1400})
+    try:
+        page = ctx.new_page()
+        fetched: list[str] = []
+        page.on("request", lambda r: fetched.append(r.url.split("?")[0].rsplit("/", 1)[-1]))
+        page.goto(server_url + "/?lang=en", wait_until="domcontentloaded")
+        wait_done(page)
+        assert charts_drawn(page, 1) >= 1
+        names = chart.lazy_chunks()
+        assert any(n.startswith("NumberInput.") for n in names)
+        page.wait_for_function("""(names) => names.every(n => performance.getEntriesByType('resource')
+            .some(e => e.name.split('?')[0].endsWith('/' + n)))""", arg=names, timeout=60_000)
+        page.wait_for_load_state("networkidle")
+        fetched.clear()
+        page.locator("[data-testid='stSidebar'] [data-testid='stPageLink-NavLink']").filter(
+            has_text="Optimizers").click()
+        page.locator("[data-testid='stMain'] h1").filter(has_text="Optimizers").wait_for()
+        wait_done(page)
+        assert charts_drawn(page, 3) == 3
+        page.locator("[data-testid='stMain'] [data-testid='stNumberInput']").first.wait_for()
+        assert [n for n in fetched if n.endswith(".js")] == []
+        assert_no_exception(page)
+    finally:
+        ctx.close()
+
+
+def test_a_played_history_gets_its_controls_and_every_frame(open_page):
+    """A played history's slider, play buttons and frames are added just after its chart is painted: they all come,
+    and the slider steps through every frame (Optimizers' race)."""
+    page = open_page("/optimizers?lang=en")
+    assert charts_drawn(page, 3) == 3
+    race = page.locator(".st-key-optimizers-race_chart .js-plotly-plot")
+    race.locator(".slider-container").wait_for()
+    frames, steps, buttons = page.evaluate("""() => {
+        const gd = document.querySelector('.st-key-optimizers-race_chart .js-plotly-plot');
+        return [gd._transitionData._frames.length, gd.layout.sliders[0].steps.length,
+                gd.querySelectorAll('.updatemenu-button').length]; }""")
+    assert frames == steps > 10 and buttons == 2
+    assert_no_exception(page)
