@@ -25,7 +25,8 @@ Rows (medians; each bounded by --row-timeout, the whole script by --deadline):
 and one plotly heatmap per page (no model, no torch): what any Streamlit app costs on this machine now. The cold row
 and the switch row then run the app and the floor interleaved (app, floor, floor, app, ...), with the same browser,
 and print each of our medians as a ratio to the floor's median of the same step in the same run, so the machine's
-drift (25 % an hour here) cancels out. --before DIR adds the app of another tree (a checkout of an earlier commit:
+drift (25 % an hour here) cancels out. Below the table, each page's switch is also given as a ratio to the floor's
+median over all its pages (they are the same page: a steadier denominator than one page's rounds). --before DIR adds the app of another tree (a checkout of an earlier commit:
 `git worktree add /tmp/before HEAD~1`) to the switch row, interleaved with the two: a change measured in one run.
 
 The server listens on 127.0.0.1 on a free port; Chromium is Debian's /usr/bin/chromium driven by Playwright.
@@ -396,6 +397,21 @@ def print_ratios(pw, args) -> None:
     print("\n| what the person does | ours | the floor | ratio | goal |\n|---|---|---|---|---|")
     for row in rows:
         print("| " + " | ".join(row) + " |")
+    if "switch" in args.rows.split(","):
+        pooled_ratios(times)
+
+
+def pooled_ratios(times: dict[str, dict]) -> None:
+    """Every page of the floor is the same page (a title and one heatmap), so the median of all its switches of the
+    run is a steadier denominator than one page's eight (whose medians spread 0.15-0.24 s in one run). Printed
+    beside the table's ratios, which stay the measure the goals are given in."""
+    pooled = statistics.median(x for runs in times["floor"].values() for x in runs)
+    print(f"\nThe same switches as ratios to the floor's median over all its pages ({pooled:.3f} s, "
+          f"n={sum(map(len, times['floor'].values()))}):")
+    for stem in SWITCH_PAGES:
+        cells = [f"{k} {statistics.median(times[k][stem]) / pooled:.2f}x" for k in ("ours", "before")
+                 if k in times and times[k][stem]]
+        print(f"  {t(f'common.nav_{stem}', 'en'):16s} " + ", ".join(cells))
 
 
 def sentence(n_tokens: int, rng: random.Random) -> str:
