@@ -175,7 +175,7 @@ def test_norm_placement_at_init():
 
 # ================================================================ dropout
 def test_dropout_inverted_scaling_and_eval():
-    x = torch.rand(200, 200) + 0.5
+    x = torch.rand(200, 200, generator=torch.Generator().manual_seed(1)) + 0.5  # seeded: the 1 % bounds hold
     y, keep = B.dropout(x, 0.3, generator=torch.Generator().manual_seed(0))
     torch.testing.assert_close(y[keep], x[keep] / 0.7)
     assert torch.all(y[~keep] == 0)

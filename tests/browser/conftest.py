@@ -174,6 +174,30 @@ def tick_labels(page, axis: str, chart: str = "") -> list[str]:
     return ticks.all_text_contents()
 
 
+# JS: the boxes of a figure's words (panel titles, axis titles, legend entries, colour-bar title, each axis's tick
+# labels), as [name, left, top, right, bottom], read in the page as drawn
+TEXT_BOXES_JS = """sel => { const gd = document.querySelector(sel); const out = [];
+  const add = (name, el) => { const r = el.getBoundingClientRect();
+    if (r.width > 0 && r.height > 0) out.push([name, r.left, r.top, r.right, r.bottom]); };
+  gd.querySelectorAll('.annotation-text-g').forEach((el, i) => add('title ' + i, el));
+  gd.querySelectorAll('[class*="title"] > text, .cbtitle text').forEach(el => add(el.getAttribute('class'), el));
+  gd.querySelectorAll('.legend .traces .legendtext').forEach((el, i) => add('legend ' + i, el));
+  gd.querySelectorAll('.xtick text, .x2tick text').forEach(el => {
+    const turn = /rotate\((-?[0-9.]+)/.exec(el.getAttribute('transform') || '');
+    const slanted = turn && Math.abs(Math.abs(+turn[1]) - 90) > 1;  // a slanted label's box is wider than its ink
+    add((slanted ? 'slanted ' : 'tick ') + el.parentNode.getAttribute('class') + ' ' + el.textContent, el); });
+  return out; }"""
+
+
+def overlapping_words(page, chart: str) -> list[tuple[str, str]]:
+    """Pairs of a figure's words drawn over each other (a pixel of slack: glyph boxes touch). Two slanted tick
+    labels are not compared: their boxes overlap where their letters do not."""
+    boxes = page.evaluate(TEXT_BOXES_JS, chart)
+    return [(a[0], b[0]) for i, a in enumerate(boxes) for b in boxes[i + 1:]
+            if not (a[0].startswith("slanted") and b[0].startswith("slanted"))
+            and min(a[3], b[3]) - max(a[1], b[1]) > 1 and min(a[4], b[4]) - max(a[2], b[2]) > 1]
+
+
 def screenshot(page, name: str) -> Path:
     SHOTS.mkdir(parents=True, exist_ok=True)
     path = SHOTS / f"{name}.png"

@@ -10,10 +10,10 @@ from tests.browser.conftest import assert_no_exception, charts_drawn
 pytestmark = pytest.mark.browser
 
 # page address -> (charts on it, how many of them from the top are checked: one-panel figures whose legend sits in
-# a margin the figure sets; Positions' two line charts, whose legends sit under the axis title, and the Language
-# model's third, a played figure of two panels, are left to automargin)
+# a margin the figure sets, above the plot or under the axis title; the Language model's third, a played figure of
+# two panels, is left to automargin)
 PAGES = {"/scaling?lang=en": (3, 3), "/mechanics?lang=en": (7, 7), "/anatomy?lang=zh": (4, 4),
-         "/optimizers?lang=en": (3, 3), "/?lang=en": (1, 1), "/positions?lang=zh": (3, 1),
+         "/optimizers?lang=en": (3, 3), "/?lang=en": (1, 1), "/positions?lang=zh": (3, 3),
          "/language_model?lang=en": (3, 2)}
 
 _PUSHED = """() => [...document.querySelectorAll("[data-testid='stMain'] .js-plotly-plot")].map(gd => {

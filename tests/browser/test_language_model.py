@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from tests.browser.conftest import CHART, assert_no_exception, open_tab, screenshot, switch_language, wait_done
+from tests.browser.conftest import (CHART, assert_no_exception, open_tab, overlapping_words, screenshot,
+                                    switch_language, wait_done)
 
 pytestmark = pytest.mark.browser
 
@@ -61,3 +62,18 @@ def test_train_live_and_switch_language_during_the_run(open_page):
     open_tab(page, "归纳头")
     assert "你训练的模型" in main_text(page)
     screenshot(page, "lm_after_stop_zh_1400")
+
+
+@pytest.mark.parametrize("lang, width", [("en", 390), ("zh", 390), ("en", 1400)])
+def test_the_two_heads_side_by_side_read_on_a_phone(open_page, lang, width):
+    """The previous-token and induction heads' maps: no title, axis name, legend entry or tick label drawn over
+    another, and the query axis named once, on the left map (on a phone the right map's name fell on the left map)."""
+    page = open_page(f"/language_model?lang={lang}&snap=0", width=width, height=3600)
+    chart = ".st-key-lm-patterns .js-plotly-plot"
+    page.locator(f"{chart} .annotation-text-g").nth(1).wait_for(timeout=60_000)
+    page.locator(chart).scroll_into_view_if_needed()
+    assert overlapping_words(page, chart) == []
+    assert page.locator(f"{chart} .g-ytitle text").count() == 1 and page.locator(f"{chart} .g-y2title text").count() == 0
+    assert page.locator(f"{chart} .y2tick text").count() == 0  # the right map shares the left map's query labels
+    assert_no_exception(page)
+    screenshot(page, f"lm_patterns_{lang}_{width}")

@@ -293,6 +293,33 @@ def fit_margins(fig: go.Figure) -> go.Figure:
     return fig
 
 
+LEGEND_ROW_PX = 22  # the room one legend entry takes where each gets a row of its own (on a phone's width)
+
+
+def fit_margins_legend_below(fig: go.Figure) -> go.Figure:
+    """fit_margins, with the legend at the figure's bottom edge, under the x axis's tick labels and title.
+
+    Placed in pixels from the edge: at a fraction of the plot's height below it, or in a row above the plot, a legend
+    that wraps into rows on a phone ran into the axis title or the figure's title. The figure grows by a row for
+    each entry, the most a phone's width needs, added to the margin fit_margins finds for the labels."""
+    fig.update_layout(legend=dict(orientation="h", yref="container", yanchor="bottom", y=0, xanchor="left", x=0))
+    fit_margins(fig)
+    rows = legend_entries(fig)
+    if rows:
+        lay = fig.layout
+        fig.update_layout(height=(lay.height or 450) + LEGEND_ROW_PX * rows,
+                          margin_b=(PLOTLY_MARGIN["b"] if lay.margin.b is None else lay.margin.b) + LEGEND_ROW_PX * rows)
+    return fig
+
+
+def legend_entries(fig: go.Figure) -> int:
+    """How many entries the legend plotly draws has: the traces shown in it, if two or more or the layout asks."""
+    if fig.layout.showlegend is False:
+        return 0
+    entries = sum(1 for d in fig.data if d.showlegend is not False and d.name)
+    return entries if entries >= 2 or fig.layout.showlegend else 0
+
+
 def _legend_outside(fig: go.Figure) -> bool:
     """Whether plotly draws a legend placed beyond the plot's edges (x or y outside [0, 1], or plotly's default place
     right of the plot): it pushes a margin by its own size, which is not estimated here. A legend anchored at an

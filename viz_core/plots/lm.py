@@ -100,11 +100,16 @@ def patterns_history(maps: np.ndarray, steps: Sequence[int], active: int, labels
     slider=False where the page has its own slider of the snapshots (see common.animated).
 
     maps (S, 2, N, N): the two heads (e.g. previous-token and induction) at each snapshot; titles (S, 2): each
-    panel's title at each snapshot (its score then); marks: per panel, the (row, col) cells circled (where the head
-    should look); the future hatched, query rows top to bottom. Opens on snapshot `active`."""
+    panel's title at each snapshot (its score then), a newline where it breaks; marks: per panel, the (row, col)
+    cells circled (where the head should look); the future hatched, query rows top to bottom. Opens on snapshot
+    `active`.
+
+    It reads on a phone's 390 px as on a wide screen: the two maps share their axes (each named once, on the left
+    map), each title is two short lines, and the legend sits at the top of the figure, above the titles."""
     n = len(labels)
     mask = np.triu(np.ones((n, n), dtype=bool), 1)
-    fig = make_subplots(rows=1, cols=2, subplot_titles=[plain(x) for x in titles[active]], horizontal_spacing=0.12)
+    fig = make_subplots(rows=1, cols=2, subplot_titles=[_lines(x) for x in titles[active]], shared_yaxes=True,
+                        horizontal_spacing=0.05)
     heads = []
     for p in range(2):
         heads.append(len(fig.data))
@@ -117,19 +122,29 @@ def patterns_history(maps: np.ndarray, steps: Sequence[int], active: int, labels
                                      hoverinfo="skip", marker=dict(symbol="circle-open", size=8,
                                                                    color=LINE_COLOURS[1 + p], line=dict(width=2))),
                           row=1, col=p + 1)
-    xt, xl = tick_labels([f"{j}:{tok}" for j, tok in enumerate(labels)], max_ticks=16)
+    # keys: at most 6 labels, each clear of the next on a phone's narrow map (every key is named on hover)
+    xt, xl = tick_labels([f"{j}:{tok}" for j, tok in enumerate(labels)], max_ticks=6)
     yt, yl = tick_labels([f"{i}:{tok}" for i, tok in enumerate(labels)], max_ticks=40)
-    fig.update_xaxes(tickmode="array", tickvals=xt, ticktext=xl, tickangle=-90, tickfont=dict(size=9), showgrid=False,
-                     title_text=x_title)
+    fig.update_xaxes(tickmode="array", tickvals=xt, ticktext=xl, tickangle=-90, tickfont=dict(size=9), showgrid=False)
     fig.update_yaxes(tickmode="array", tickvals=yt, ticktext=yl, tickfont=dict(size=9), autorange="reversed",
-                     showgrid=False, title_text=y_title)
-    fig.update_layout(height=min(700, 260 + 12 * n), showlegend=True, margin=dict(l=10, r=10, t=80, b=10),
-                      legend=dict(orientation="h", yanchor="bottom", y=1.07, x=0, xanchor="left"))  # clear of the toolbar
+                     showgrid=False)
+    # the same keys and queries in both maps: each axis named once (two key titles overlap on a phone's panels)
+    fig.update_xaxes(title_text=x_title, row=1, col=1)
+    fig.update_yaxes(title_text=y_title, row=1, col=1)
+    fig.update_yaxes(ticks="", row=1, col=2)
+    fig.update_annotations(font_size=12)  # the panel titles: two lines of at most a narrow panel's width
+    fig.update_layout(height=min(700, 290 + 12 * n), showlegend=True, margin=dict(l=10, r=10, t=100, b=10),
+                      legend=dict(orientation="h", yref="container", yanchor="top", y=1, x=0, xanchor="left"))
     panel_titles = [a.to_plotly_json() for a in fig.layout.annotations]  # make_subplots's two panel titles
     frames = [{"data": [dict(type="heatmap", z=maps[s, p].astype(np.float32)) for p in range(2)], "traces": heads,
-               "layout": {"annotations": [a | {"text": plain(titles[s][p])} for p, a in enumerate(panel_titles)]}}
+               "layout": {"annotations": [a | {"text": _lines(titles[s][p])} for p, a in enumerate(panel_titles)]}}
               for s in range(len(steps))]
     return animated(fig, frames, [str(int(x)) for x in steps], active, play, slider=slider)
+
+
+def _lines(text: str) -> str:
+    """A title as typed (see plain), its newlines drawn as line breaks."""
+    return "<br>".join(plain(line) for line in str(text).split("\n"))
 
 
 def next_token_bars(probs: np.ndarray, sampled: np.ndarray, labels: Sequence[str], chosen: int, *, top: int = 10,

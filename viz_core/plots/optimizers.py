@@ -235,9 +235,12 @@ def _race_axes(fig, x_range, y_range, labels, fit) -> None:
 # ---------------------------------------------------------------- curves over the steps
 def _curve_figure(title: str, y_title: str, x_title: str, height: int = 420) -> go.Figure:
     fig = go.Figure()
-    # margins as wide as Chromium's automargin makes them (log tick labels, legend below): the browser draws once
+    # margins as wide as Chromium's automargin makes them (log tick labels, legend below): the browser draws once.
+    # The legend sits at the figure's bottom edge, in pixels: under the axis title at every width (placed at a
+    # fraction of the plot's height, its first row fell on the title)
     fig.update_layout(title=dict(text=title), height=height, margin=dict(l=86, r=24, t=50, b=125),
-                      legend=dict(orientation="h", yanchor="top", y=-0.22, x=0), hovermode="x unified")
+                      legend=dict(orientation="h", yref="container", yanchor="bottom", y=0, x=0),
+                      hovermode="x unified")
     fig.update_xaxes(title_text=x_title)
     fig.update_yaxes(title_text=y_title, type="log", exponentformat="power")
     return fig

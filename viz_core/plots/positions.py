@@ -9,7 +9,7 @@ from collections.abc import Mapping, Sequence
 import numpy as np
 import plotly.graph_objects as go
 
-from .common import LINE_COLOURS, annotate_cells, fit_margins, matrix_heatmap
+from .common import LINE_COLOURS, annotate_cells, fit_margins_legend_below, matrix_heatmap
 
 MARGIN = dict(l=10, r=10, t=50, b=10)
 
@@ -77,12 +77,10 @@ def lines_figure(x: np.ndarray, series: Mapping[str, np.ndarray], *, title: str,
 
 
 def _finish(fig: go.Figure, title: str, height: int) -> go.Figure:
-    """Title on top, the legend under the axis title. (A legend row above the plot would let fit_margins reserve
-    every margin, but on a phone the long names wrap to two rows and run into the title: the legend stays below,
-    and plotly's automargin places it, at the cost of a second draw.)"""
-    fig.update_layout(title=dict(text=title), height=height, margin=MARGIN, hovermode="x unified",
-                      legend=dict(orientation="h", yanchor="top", y=-0.18, x=0))
-    return fit_margins(fig)
+    """Title on top, the legend under the axis title (common.fit_margins_legend_below). height: the figure's
+    height without the legend's room."""
+    fig.update_layout(title=dict(text=title), height=height, margin=MARGIN, hovermode="x unified")
+    return fit_margins_legend_below(fig)
 
 
 def waves_figure(x_dense: np.ndarray, dense: np.ndarray, x_int: np.ndarray, samples: np.ndarray,

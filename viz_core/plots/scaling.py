@@ -8,20 +8,21 @@ import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
 from ..lessons.scaling import normal_pdf
-from .common import LINE_COLOURS, fit_margins, matrix_heatmap
+from .common import LINE_COLOURS, fit_margins_legend_below, matrix_heatmap
 
 UNSCALED_COLOUR, SCALED_COLOUR = LINE_COLOURS[3], LINE_COLOURS[0]  # red: q.k as is; blue: q.k / sqrt(d_k)
 REFERENCE_COLOUR = "#7f7f7f"
 JACOBIAN_BOUND = 0.25  # |J_ij| <= 1/4 for every softmax: p(1 - p) <= 1/4 and p_i p_j <= 1/4
 
 
-def _layout(fig: go.Figure, title: str, height: int = 360, legend_below: float | None = None) -> go.Figure:
-    """Title at the top; a horizontal legend under the title, or at y = legend_below (under the x axis title)."""
-    legend = dict(orientation="h", yanchor="top", y=legend_below, xanchor="left", x=0) if legend_below else \
-        dict(orientation="h", yanchor="bottom", y=1.0, xanchor="left", x=0)
-    fig.update_layout(title=dict(text=title), height=height, legend=legend,
-                      margin=dict(l=10, r=10, t=60 if legend_below else 70, b=10))
-    return fit_margins(fig)
+def _layout(fig: go.Figure, title: str, height: int = 360, x_title_px: int | None = None) -> go.Figure:
+    """Title at the top; the legend under the x axis title (common.fit_margins_legend_below). height: the figure's
+    height without the legend's room.
+
+    x_title_px: the room under the plot for the x axis's tick labels and title where fit_margins cannot judge it
+    (several panels); None lets fit_margins measure it."""
+    fig.update_layout(title=dict(text=title), height=height, margin=dict(l=10, r=10, t=50, b=x_title_px or 10))
+    return fit_margins_legend_below(fig)
 
 
 def density_bars(values: np.ndarray, bins: int, *, name: str, colour: str, x_title: str, y_title: str) -> go.Bar:
@@ -97,7 +98,7 @@ def saturation_curve(d_ks: np.ndarray, unscaled: np.ndarray, scaled: np.ndarray,
     fig.add_vline(x=current_dk, line=dict(color=REFERENCE_COLOUR, dash="dot", width=1))
     fig.update_xaxes(title_text=x_title, type="log", dtick=np.log10(2) * 2, tickformat="d")
     fig.update_yaxes(title_text=y_title, rangemode="tozero")
-    return _layout(fig, title, height=430, legend_below=-0.22)
+    return _layout(fig, title, height=380)
 
 
 def probability_bars(p_unscaled: np.ndarray, p_scaled: np.ndarray, *, names: tuple[str, str],
@@ -150,4 +151,4 @@ def loss_curves(unscaled: Sequence[float], scaled: Sequence[float], unscaled_w: 
     fig.update_annotations(font_size=13)                                  # the two panel titles
     fig.update_yaxes(title_text=loss_title, rangemode="tozero", row=1, col=1)
     fig.update_yaxes(title_text=weight_title, range=[0, 1.05], row=2, col=1)
-    return _layout(fig, title, height=560, legend_below=-0.12)
+    return _layout(fig, title, height=560, x_title_px=60)
