@@ -182,7 +182,7 @@ TEXT_BOXES_JS = """sel => { const gd = document.querySelector(sel); const out = 
   gd.querySelectorAll('.annotation-text-g').forEach((el, i) => add('title ' + i, el));
   gd.querySelectorAll('[class*="title"] > text, .cbtitle text').forEach(el => add(el.getAttribute('class'), el));
   gd.querySelectorAll('.legend .traces .legendtext').forEach((el, i) => add('legend ' + i, el));
-  gd.querySelectorAll('.xtick text, .x2tick text').forEach(el => {
+  gd.querySelectorAll('g[class^="x"][class$="tick"] > text').forEach(el => {  // every x axis's tick labels
     const turn = /rotate\((-?[0-9.]+)/.exec(el.getAttribute('transform') || '');
     const slanted = turn && Math.abs(Math.abs(+turn[1]) - 90) > 1;  // a slanted label's box is wider than its ink
     add((slanted ? 'slanted ' : 'tick ') + el.parentNode.getAttribute('class') + ' ' + el.textContent, el); });

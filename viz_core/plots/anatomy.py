@@ -89,20 +89,21 @@ def eps_figure(curve: Mapping[str, np.ndarray], *, names: Mapping[str, str], tit
 # ---------------------------------------------------------------- norm placement
 def placement_figure(res: Mapping[str, np.ndarray], *, names: Mapping[str, str], panel_titles: Sequence[str],
                      layer_title: str, grad_title: str, act_title: str) -> go.Figure:
-    """Side by side: gradient norm of each layer's parameters (log y) and RMS of the residual stream after each
-    layer, pre-norm vs post-norm (res from blocks.norm_placement_at_init)."""
-    fig = make_subplots(1, 2, subplot_titles=list(panel_titles), horizontal_spacing=0.12)
+    """One above the other, over the same layers: gradient norm of each layer's parameters (log y) and RMS of the
+    residual stream after each layer, pre-norm vs post-norm (res from blocks.norm_placement_at_init). Stacked, not
+    side by side: two panels in a phone's width had their titles and layer axes' names on each other."""
+    fig = make_subplots(2, 1, subplot_titles=list(panel_titles), shared_xaxes=True, vertical_spacing=0.16)
     for i, kind in enumerate(("pre", "post")):
         style = dict(color=LINE_COLOURS[i], dash="solid" if i == 0 else "dash")
-        for col, key in ((1, "grad"), (2, "act")):
+        for row, key in ((1, "grad"), (2, "act")):
             fig.add_trace(go.Scatter(x=res["layer"], y=res[f"{kind}_{key}"], mode="lines+markers",
-                                     name=names[kind], legendgroup=kind, showlegend=col == 1, line=style,
+                                     name=names[kind], legendgroup=kind, showlegend=row == 1, line=style,
                                      hovertemplate=f"{names[kind]}<br>%{{x}}: %{{y:.4f}}<extra></extra>"),
-                          row=1, col=col)
-    fig.update_xaxes(title_text=layer_title)
+                          row=row, col=1)
+    fig.update_xaxes(title_text=layer_title, row=2, col=1)
     fig.update_yaxes(title_text=grad_title, type="log", row=1, col=1)
-    fig.update_yaxes(title_text=act_title, rangemode="tozero", row=1, col=2)
-    fig.update_layout(height=450)
+    fig.update_yaxes(title_text=act_title, rangemode="tozero", row=2, col=1)
+    fig.update_layout(height=620)
     return _legend_top(fig, above_titles=True)
 
 

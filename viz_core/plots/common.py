@@ -293,18 +293,19 @@ def fit_margins(fig: go.Figure) -> go.Figure:
     return fig
 
 
-LEGEND_ROW_PX = 22  # the room one legend entry takes where each gets a row of its own (on a phone's width)
+LEGEND_ROW_PX = 22    # the height of one row of a horizontal legend
+PHONE_LEGEND_PX = 260  # the width a legend has on a phone (390 px, less the page's and the figure's margins)
 
 
 def fit_margins_legend_below(fig: go.Figure) -> go.Figure:
     """fit_margins, with the legend at the figure's bottom edge, under the x axis's tick labels and title.
 
     Placed in pixels from the edge: at a fraction of the plot's height below it, or in a row above the plot, a legend
-    that wraps into rows on a phone ran into the axis title or the figure's title. The figure grows by a row for
-    each entry, the most a phone's width needs, added to the margin fit_margins finds for the labels."""
+    that wraps into rows on a phone ran into the axis title or the figure's title. The figure grows by the rows the
+    legend takes on a phone's width (legend_rows), added to the margin fit_margins finds for the labels."""
     fig.update_layout(legend=dict(orientation="h", yref="container", yanchor="bottom", y=0, xanchor="left", x=0))
     fit_margins(fig)
-    rows = legend_entries(fig)
+    rows = legend_rows(fig)
     if rows:
         lay = fig.layout
         fig.update_layout(height=(lay.height or 450) + LEGEND_ROW_PX * rows,
@@ -312,12 +313,22 @@ def fit_margins_legend_below(fig: go.Figure) -> go.Figure:
     return fig
 
 
-def legend_entries(fig: go.Figure) -> int:
-    """How many entries the legend plotly draws has: the traces shown in it, if two or more or the layout asks."""
+def legend_rows(fig: go.Figure, width: int = PHONE_LEGEND_PX) -> int:
+    """The rows a horizontal legend takes in `width` px: its entries (the traces shown in it, if two or more or the
+    layout asks) packed in order, each its symbol and gap (50 px) and its name (12 px font: a wide character 13 px,
+    any other 8 px, generously). 0 where plotly draws no legend."""
     if fig.layout.showlegend is False:
         return 0
-    entries = sum(1 for d in fig.data if d.showlegend is not False and d.name)
-    return entries if entries >= 2 or fig.layout.showlegend else 0
+    names = [str(d.name) for d in fig.data if d.showlegend is not False and d.name]
+    if len(names) < 2 and not fig.layout.showlegend:
+        return 0
+    rows, used = 0, width
+    for name in names:
+        need = 50 + sum(13 if unicodedata.east_asian_width(c) in "WF" else 8 for c in name)
+        if used + need > width:
+            rows, used = rows + 1, 0
+        used += need
+    return rows
 
 
 def _legend_outside(fig: go.Figure) -> bool:

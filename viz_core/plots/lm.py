@@ -13,7 +13,8 @@ import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
 from .common import (LINE_COLOURS, MASK_COLOUR, PROB_SCALE, PlayLabels, add_mask_overlay, animated, annotate_cells,
-                     fit_margins, head_trace, matrix_heatmap, plain, reserve_margins, tick_labels)
+                     fit_margins, fit_margins_legend_below, head_trace, matrix_heatmap, plain, reserve_margins,
+                     tick_labels)
 
 
 def _evals(history: Sequence[dict], key: str) -> tuple[list, list]:
@@ -79,7 +80,7 @@ def attention_marked(weights: np.ndarray, labels: Sequence[str], *, title: str, 
     mask = np.triu(np.ones((n, n), dtype=bool), 1)
     fig = matrix_heatmap(weights, labels, labels, title=title, x_title=x_title, y_title=y_title,
                          value_name=value_name, mask=mask, height=min(680, 200 + 12 * n))
-    xt, xl = tick_labels([f"{j}:{tok}" for j, tok in enumerate(labels)], max_ticks=20)
+    xt, xl = tick_labels([f"{j}:{tok}" for j, tok in enumerate(labels)], max_ticks=12)  # apart on a phone
     yt, yl = tick_labels([f"{i}:{tok}" for i, tok in enumerate(labels)], max_ticks=40)
     fig.update_xaxes(tickvals=xt, ticktext=xl, tickangle=-90, tickfont=dict(size=9))
     fig.update_yaxes(tickvals=yt, ticktext=yl, tickfont=dict(size=9))
@@ -296,6 +297,5 @@ def lines(x: Sequence, series: Sequence[tuple[str, Sequence[float]]], *, x_title
                                  hovertemplate=f"{x_title}: %{{x}}<br>{name}: %{{y:.4g}}<extra></extra>"))
     fig.update_xaxes(title_text=x_title)
     fig.update_yaxes(title_text=y_title, type="log" if log_y else "linear", rangemode="tozero")
-    fig.update_layout(title=dict(text=title), height=height, margin=dict(l=10, r=10, t=50 if title else 20, b=10),
-                      legend=dict(orientation="h", yanchor="top", y=-0.3, x=0))
-    return fig
+    fig.update_layout(title=dict(text=title), height=height, margin=dict(l=10, r=10, t=50 if title else 20, b=10))
+    return fit_margins_legend_below(fig)

@@ -14,7 +14,7 @@ import plotly.graph_objects as go
 from plotly.colors import sample_colorscale
 from plotly.subplots import make_subplots
 
-from .common import LINE_COLOURS, set_frames, tiles
+from .common import LINE_COLOURS, fit_margins_legend_below, set_frames, tiles
 
 ORDER = ("sgd", "momentum", "adagrad", "rmsprop", "adam", "adamw", "nadam")
 COLOURS = {name: LINE_COLOURS[i] for i, name in enumerate(ORDER)}
@@ -348,10 +348,10 @@ def schedule_figure(curves: Mapping[str, np.ndarray], chosen: str, labels: Mappi
                                  line=dict(color=LINE_COLOURS[i], width=4 if bold else 1.5,
                                            dash="solid" if bold else "dot")))
     fig.update_layout(title=dict(text=labels["sched_title"]), height=340, margin=dict(l=10, r=10, t=50, b=10),
-                      legend=dict(orientation="h", yanchor="bottom", y=1.0, x=0), hovermode="x unified")
+                      hovermode="x unified")
     fig.update_xaxes(title_text=labels["step"])
     fig.update_yaxes(title_text=labels["lr"], rangemode="tozero")
-    return fig
+    return fit_margins_legend_below(fig)
 
 
 def transformer_schedule_figure(steps: np.ndarray, curves: Mapping[str, np.ndarray],
@@ -361,7 +361,7 @@ def transformer_schedule_figure(steps: np.ndarray, curves: Mapping[str, np.ndarr
     for i, (name, lr) in enumerate(curves.items()):
         fig.add_trace(go.Scatter(x=steps, y=lr, mode="lines", name=name, line=dict(color=LINE_COLOURS[i], width=2)))
     fig.update_layout(title=dict(text=labels["paper_title"]), height=340, margin=dict(l=10, r=10, t=50, b=10),
-                      legend=dict(orientation="h", yanchor="bottom", y=1.0, x=0), hovermode="x unified")
+                      hovermode="x unified")
     fig.update_xaxes(title_text=labels["step"])
     fig.update_yaxes(title_text=labels["lr"], rangemode="tozero", exponentformat="e")
-    return fig
+    return fit_margins_legend_below(fig)

@@ -117,11 +117,12 @@ def attention_heads(maps: np.ndarray, row_labels: Sequence[str], col_labels: Seq
     fig.update_xaxes(tickmode="array", tickvals=xt, ticktext=xl, tickangle=0, showgrid=False, tickfont=dict(size=9))
     fig.update_yaxes(tickmode="array", tickvals=yt, ticktext=yl, autorange="reversed", showgrid=False,
                      tickfont=dict(size=9))
-    for h in range(n_heads):  # axis titles only on the outer panels (first column, last row of each column), so a
-        r, c = divmod(h, cols)  # panel's key title does not run into the head titles of the row under it
+    for h in range(n_heads):  # each axis named once, on the bottom left panel: a key title under every panel ran
+        r, c = divmod(h, cols)  # into its neighbours' on a phone, and into the head titles of the row under it
         bottom = h + cols >= n_heads
         fig.update_yaxes(showticklabels=c == 0, title_text=y_title if c == 0 else None, row=r + 1, col=c + 1)
-        fig.update_xaxes(title_text=x_title if bottom else None, row=r + 1, col=c + 1)
+        fig.update_xaxes(title_text=x_title if bottom and c == 0 else None, row=r + 1, col=c + 1)
+    fig.update_annotations(font_size=12)  # the head titles: short enough for four panels on a phone
     fig.update_layout(height=int(80 + rows * max(220, 20 * len(row_labels) + 80)), margin=dict(l=10, r=10, t=40, b=10))
     return fig
 
