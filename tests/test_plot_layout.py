@@ -95,18 +95,20 @@ def test_placeholder_is_text_only():
     assert fig.layout.xaxis.visible is False and fig.layout.yaxis.visible is False
 
 
-def test_eight_heads_name_the_key_axis_under_the_bottom_row_only():
-    """In a 2 x 4 grid the key title sits under the bottom row only, where it cannot run into the head titles."""
+def test_eight_heads_name_each_axis_once_under_the_bottom_left_panel():
+    """In a 2 x 4 grid the key title sits under the bottom-left panel only: under the bottom row it ran into the head
+    titles below it, and under each panel of a row into its neighbours' on a phone. The query title: left column."""
     from viz_core.plots import train as train_plots
     maps = np.full((8, 5, 5), 0.2)
     fig = train_plots.attention_heads(maps, list("abcde"), list("abcde"), [f"head {h}" for h in range(8)],
-                                      x_title="key (input token)")
+                                      x_title="key (input token)", y_title="query")
     titled = {name: fig.layout[name].title.text for name in fig.layout if name.startswith("xaxis")}
-    assert sorted(k for k, v in titled.items() if v) == ["xaxis5", "xaxis6", "xaxis7", "xaxis8"]  # the bottom row
+    assert sorted(k for k, v in titled.items() if v) == ["xaxis5"]  # row 2, column 1
+    assert sorted(k for k in fig.layout if k.startswith("yaxis") and fig.layout[k].title.text) == ["yaxis", "yaxis5"]
     seven = train_plots.attention_heads(maps[:7], list("abcde"), list("abcde"), [f"head {h}" for h in range(7)],
                                         x_title="key")
     named = sorted(k for k in seven.layout if k.startswith("xaxis") and seven.layout[k].title.text)
-    assert named == ["xaxis4", "xaxis5", "xaxis6", "xaxis7"]  # column 4 has no panel below: its title stays
+    assert named == ["xaxis5"]
 
 
 def test_a_played_history_has_a_frame_per_moment_and_opens_on_the_chosen_one():
