@@ -148,3 +148,20 @@ def test_widened_raises_only_the_sides_that_are_too_small():
     assert need["r"] == 100 and need["l"] > 100 and need["b"] > 64
     out = widened(dict(l=10, r=120, t=50, b=200), need)
     assert out == dict(l=int(np.ceil(need["l"])), r=120, t=50, b=200)
+
+
+def test_a_legend_below_gets_the_rows_it_takes_on_a_phone():
+    """fit_margins_legend_below: the legend at the bottom edge (in pixels), the figure and its bottom margin grown by
+    the rows its names take in a phone's width; none for a figure whose legend plotly does not draw."""
+    from viz_core.plots.common import LEGEND_ROW_PX, fit_margins_legend_below, legend_rows
+    short = go.Figure([go.Scatter(x=[1, 2], y=[1, 2], name=n) for n in ("a", "b")])
+    # 50 px a symbol, 8 px a letter, in rows of 260 px: SGD + Momentum | AdaGrad + RMSProp | Adam
+    long = go.Figure([go.Scatter(x=[1, 2], y=[1, 2], name=n)
+                      for n in ("SGD", "Momentum", "AdaGrad", "RMSProp", "Adam")])
+    alone = go.Figure(go.Scatter(x=[1, 2], y=[1, 2], name="only"))
+    assert (legend_rows(short), legend_rows(long), legend_rows(alone)) == (1, 3, 0)
+    long.update_layout(height=300, margin=dict(l=10, r=10, t=50, b=10))
+    fit_margins_legend_below(long)
+    assert long.layout.height == 300 + 3 * LEGEND_ROW_PX
+    assert long.layout.margin.b >= 10 + 3 * LEGEND_ROW_PX
+    assert (long.layout.legend.yref, long.layout.legend.y, long.layout.legend.yanchor) == ("container", 0, "bottom")

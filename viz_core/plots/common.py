@@ -309,7 +309,8 @@ def fit_margins_legend_below(fig: go.Figure) -> go.Figure:
     if rows:
         lay = fig.layout
         fig.update_layout(height=(lay.height or 450) + LEGEND_ROW_PX * rows,
-                          margin_b=(PLOTLY_MARGIN["b"] if lay.margin.b is None else lay.margin.b) + LEGEND_ROW_PX * rows)
+                          margin_b=(PLOTLY_MARGIN["b"] if lay.margin.b is None else lay.margin.b)
+                          + LEGEND_ROW_PX * rows)
     return fig
 
 
