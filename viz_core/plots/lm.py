@@ -134,8 +134,10 @@ def patterns_history(maps: np.ndarray, steps: Sequence[int], active: int, labels
     fig.update_yaxes(title_text=y_title, row=1, col=1)
     fig.update_yaxes(ticks="", row=1, col=2)
     fig.update_annotations(font_size=12)  # the panel titles: two lines of at most a narrow panel's width
-    fig.update_layout(height=min(700, 290 + 12 * n), showlegend=True, margin=dict(l=10, r=10, t=100, b=10),
-                      legend=dict(orientation="h", yref="container", yanchor="top", y=1, x=0, xanchor="left"))
+    height = min(700, 320 + 12 * n)
+    fig.update_layout(height=height, showlegend=True, margin=dict(l=10, r=10, t=130, b=10),  # legend 30 px down:
+                      legend=dict(orientation="h", yref="container", yanchor="top", y=1 - 30 / height, x=0,
+                                  xanchor="left"))  # clear of the toolbar, which a touch screen always shows
     panel_titles = [a.to_plotly_json() for a in fig.layout.annotations]  # make_subplots's two panel titles
     frames = [{"data": [dict(type="heatmap", z=maps[s, p].astype(np.float32)) for p in range(2)], "traces": heads,
                "layout": {"annotations": [a | {"text": _lines(titles[s][p])} for p, a in enumerate(panel_titles)]}}
