@@ -336,8 +336,10 @@ def generate_tab() -> None:
         return
     corpus_note(lm)
     if lm.history:
-        with st.expander(t("lm.curves")):
-            ui.plot(chars_loss_figure(lm.history), key="lm.chars_curves")
+        opened, box = ui.fold(t("lm.curves"), "gen_curves")  # drawn only while open
+        if opened:
+            with box:
+                ui.plot(chars_loss_figure(lm.history), key="lm.chars_curves")
     prompt, settings = generation_settings(help_text=t("lm.prompt_help", max_len=lm.model.cfg.max_len))
     ids, err = ui.safe(lm.tokenizer.encode, prompt)  # any length: the model reads its end (context_window)
     if err is not None:

@@ -1,5 +1,7 @@
 """Figures the browser draws once: margins reserved for the labels, mask strokes as one path, colour bars
 only where the cells do not carry their values, the loading placeholder."""
+import html
+
 import numpy as np
 import plotly.graph_objects as go
 
@@ -165,3 +167,44 @@ def test_a_legend_below_gets_the_rows_it_takes_on_a_phone():
     assert long.layout.height == 300 + 3 * LEGEND_ROW_PX
     assert long.layout.margin.b >= 10 + 3 * LEGEND_ROW_PX
     assert (long.layout.legend.yref, long.layout.legend.y, long.layout.legend.yanchor) == ("container", 0, "bottom")
+
+
+def _generation(keys: list[str], n_rows: int = 16):
+    k_steps = 3
+    rows = [np.full((n_rows, len(keys) - k_steps + 1 + k), 0.1, dtype=np.float32) for k in range(k_steps)]
+    top = np.tile(np.linspace(0.5, 0.05, 10), (k_steps, 1))
+    return lm_plots.generation_steps(top, top, [[f"t{i}" for i in range(10)]] * k_steps, [0] * k_steps, rows,
+                                     [f"L{r}" for r in range(n_rows)], keys, 1,
+                                     titles=[f"Attention at step {k + 1}\n(one row per head)" for k in range(k_steps)],
+                                     bars_title="Next token at step {step}", x_prob="p", y_token="token",
+                                     model_name="softmax", sampled_name="sampled", x_key="key", y_head="head",
+                                     value_name="weight")
+
+
+def test_a_generation_step_stacks_its_panels_across_the_whole_width():
+    """Side by side on a phone, the two panels' titles ran into each other and the attention rows were a few pixels
+    wide: the bars stand above the attention rows, both across the figure's width, each title on at most two
+    lines, the colour bar beside the attention rows only, and the legend at the top, under the toolbar."""
+    fig = _generation(list("The cat sat on the mat and then it slept."))
+    bars, heat = fig.layout.yaxis.domain, fig.layout.yaxis2.domain
+    assert bars[0] > heat[1]  # the bars above, with room between them
+    assert list(fig.layout.xaxis.domain) == [0, 1] and list(fig.layout.xaxis2.domain) == [0, 1]
+    bar = fig.data[2].colorbar
+    assert abs(bar.y - sum(heat) / 2) < 1e-9 and abs(bar.len - (heat[1] - heat[0])) < 1e-9
+    titles = [a.text for a in fig.layout.annotations]
+    assert titles == ["Next token at step 2", "Attention at step 2<br>(one row per head)"]
+    assert fig.frames[2].layout.annotations[1].text == "Attention at step 3<br>(one row per head)"
+    assert fig.layout.legend.yref == "container" and fig.layout.legend.y < 1
+    # the height follows the rows: 16 rows of 20 px, ten bars of 24 px and the room around them
+    assert fig.layout.height == 115 + 240 + 120 + 320 + 10 + 70
+
+
+def test_a_generation_step_names_at_most_ten_keys_upright_characters_and_words_on_end():
+    chars = _generation(list("The cat sat on the mat and then it slept."))
+    assert len(chars.layout.xaxis2.ticktext) <= lm_plots.KEY_TICKS and chars.layout.xaxis2.tickangle == 0
+    words = _generation(["<bos>", "▁Once", "▁upon", "▁a", "▁time", "▁there", "▁was", "▁an", "▁extraordinarily",
+                         "▁small", "▁robot", "▁named"] * 3, n_rows=18)
+    labels = words.layout.xaxis2.ticktext
+    assert len(labels) <= lm_plots.KEY_TICKS and words.layout.xaxis2.tickangle == -90
+    assert max(len(html.unescape(x)) for x in labels) <= lm_plots.KEY_CHARS and "▁extrao…" in labels
+    assert words.data[2].customdata[0][8] == "▁extraordinarily"  # hover names the whole key

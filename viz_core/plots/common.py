@@ -624,14 +624,17 @@ def set_frames(fig: go.Figure, frames: list[go.Frame]) -> None:
 
 
 def animated(fig: go.Figure, frames: Sequence[dict], names: Sequence[str], active: int,
-             labels: PlayLabels = PlayLabels(), frame_ms: int = PLAY_FRAME_MS, slider: bool = True) -> go.Figure:
+             labels: PlayLabels = PlayLabels(), frame_ms: int = PLAY_FRAME_MS, slider: bool = True,
+             below: int = 70) -> go.Figure:
     """A copy of fig that plays a history in the browser, without a server round trip per frame.
 
     fig shows one moment (a training snapshot, a generation step): frames[active]. frames: one dict per moment,
     {"data": [trace updates, e.g. {"type": "heatmap", "z": ...}], "traces": [the indices they update],
     "layout": {...} (optional: e.g. the title)}. Under the figure, ▶ / ❚❚ buttons and a slider of the moments
     (names); the slider opens at `active`. slider=False: the buttons alone, where the page has its own slider of
-    the same moments (two sliders of one thing would disagree); the figure's title then names the moment shown."""
+    the same moments (two sliders of one thing would disagree); the figure's title then names the moment shown.
+    below: the pixels under the plot area that its lowest x axis takes (tick labels and title); the controls go
+    under them."""
     fig = go.Figure(fig)  # a copy: a shared figure stays as it is
     moment = (lambda name: {"title": {"text": f"{plain(labels.prefix)}: {name}"}}) if not slider else (lambda _: {})
     set_frames(fig, [go.Frame(name=str(name), data=f["data"], traces=f["traces"],
@@ -642,7 +645,6 @@ def animated(fig: go.Figure, frames: Sequence[dict], names: Sequence[str], activ
                 mode="immediate")
     pause = dict(frame=dict(duration=0, redraw=False), transition=dict(duration=0), mode="immediate")
     jump = dict(mode="immediate", frame=dict(duration=0, redraw=True), transition=dict(duration=0))
-    below = 70  # px under the plot area that the x axis (ticks, title) takes; the controls go under it
     fig.update_layout(
         margin=dict(b=max(fig.layout.margin.b or 0, below) + 70), height=(fig.layout.height or 450) + 70,
         updatemenus=[dict(type="buttons", direction="left", x=0, y=0, xanchor="left", yanchor="top",

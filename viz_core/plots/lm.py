@@ -187,8 +187,8 @@ def generation_history(probs: np.ndarray, sampled: np.ndarray, chosen: Sequence[
                        bars_title: str, x_prob: str, y_token: str, model_name: str, sampled_name: str,
                        x_key: str, y_head: str, value_name: str, top: int = 10,
                        play: PlayLabels = PlayLabels(), slider: bool = True) -> go.Figure:
-    """Every step of a generation in one figure, played in the browser: left, the top next-token probabilities (the
-    model's softmax(z / T) and the filtered distribution drawn from; the chosen token in brackets); right, the new
+    """Every step of a generation in one figure, played in the browser: above, the top next-token probabilities (the
+    model's softmax(z / T) and the filtered distribution drawn from; the chosen token in brackets); below, the new
     token's attention over the tokens so far, one row per (layer, head).
 
     probs, sampled (K, V); chosen (K,); rows: K arrays (L, H, T_k) with T_k = T_1 + k; keys: the labels of the
@@ -230,19 +230,27 @@ def generation_steps(top_probs: np.ndarray, top_sampled: np.ndarray, top_labels:
     def bar_labels(k: int) -> list[str]:
         return [f"[{plain(x)}]" if i == chosen_at[k] else plain(x) for i, x in enumerate(top_labels[k])]
 
-    fig = make_subplots(rows=1, cols=2, column_widths=[0.32, 0.68], horizontal_spacing=0.14,
-                        subplot_titles=[plain(bars_title.format(step=active + 1)), plain(titles[active])])
+    layout = _StepsLayout(len(top_labels[active]), len(names))
+    fig = make_subplots(rows=2, cols=1, row_heights=layout.row_heights, vertical_spacing=layout.spacing,
+                        subplot_titles=[plain(bars_title.format(step=active + 1)), _lines(titles[active])])
     for values, name, colour in ((top_probs, model_name, 0), (top_sampled, sampled_name, 1)):
         fig.add_trace(go.Bar(x=np.asarray(values[active], dtype=np.float32), y=np.arange(len(top_labels[active])),
                              orientation="h", name=name, marker_color=LINE_COLOURS[colour],
                              hovertemplate=f"{name}: %{{x:.4f}}<extra></extra>"), row=1, col=1)
     hover = np.asarray([plain(x) for x in keys], dtype=object)
+    heat_domain = fig.layout.yaxis2.domain  # the colour bar stands beside the attention rows only
     fig.add_trace(go.Heatmap(z=padded[active], x=np.arange(t_max), y=np.arange(len(names)), zmin=0.0, zmax=1.0,
                              colorscale=PROB_SCALE, customdata=np.repeat(hover[None, :], len(names), 0),
-                             colorbar=dict(title=dict(text=value_name, side="right"), thickness=12),
+                             colorbar=dict(title=dict(text=value_name, side="right"), thickness=12,
+                                           y=sum(heat_domain) / 2, len=heat_domain[1] - heat_domain[0],
+                                           yanchor="middle"),
                              hovertemplate=(f"{y_head}: %{{y}}<br>{x_key}: %{{customdata}} (%{{x}})<br>"
-                                            f"{value_name}: %{{z:.4f}}<extra></extra>")), row=1, col=2)
+                                            f"{value_name}: %{{z:.4f}}<extra></extra>")), row=2, col=1)
     _steps_axes(fig, bar_labels(active), names, keys, x_prob=x_prob, y_token=y_token, x_key=x_key, y_head=y_head)
+    fig.update_annotations(font_size=12)  # the panel titles: at most two lines of a phone's width each
+    fig.update_layout(height=layout.height, margin=dict(l=10, r=10, t=layout.top, b=10),
+                      legend=dict(orientation="h", yref="container", yanchor="top", y=1 - 30 / layout.height, x=0,
+                                  xanchor="left"))  # 30 px down: clear of the toolbar a touch screen always shows
     panel_titles = [a.to_plotly_json() for a in fig.layout.annotations]
     frames = [{"data": [dict(type="bar", x=np.asarray(top_probs[k], dtype=np.float32)),
                         dict(type="bar", x=np.asarray(top_sampled[k], dtype=np.float32)),
@@ -250,9 +258,37 @@ def generation_steps(top_probs: np.ndarray, top_sampled: np.ndarray, top_labels:
                "traces": [0, 1, 2],
                "layout": {"yaxis": {"ticktext": bar_labels(k), "tickvals": list(range(len(top_labels[k])))},
                           "annotations": [panel_titles[0] | {"text": plain(bars_title.format(step=k + 1))},
-                                          panel_titles[1] | {"text": plain(titles[k])}]}}
+                                          panel_titles[1] | {"text": _lines(titles[k])}]}}
               for k in range(len(rows))]
-    return animated(fig, frames, [str(k + 1) for k in range(len(rows))], active, play, slider=slider)
+    return animated(fig, frames, [str(k + 1) for k in range(len(rows))], active, play, slider=slider,
+                    below=KEYS_BELOW_PX)
+
+
+KEY_TICKS = 10       # key labels under the attention rows: at most this many (each key is named on hover), so that
+KEY_CHARS = 8        # ... they stand clear of each other upright on a phone's narrow plot; longer labels are cut
+KEYS_BELOW_PX = 100  # the upright key labels of KEY_CHARS and the axis title under them
+
+
+class _StepsLayout:
+    """generation_steps's panels stacked, in pixels: the bars above, the attention rows under them, so that both
+    take the whole width of a phone (side by side, the titles ran into each other at 390 px and the attention rows
+    were a few pixels wide)."""
+    BAR_PX = 24     # per token of the bars (two bars each)
+    ROW_PX = 20     # per attention row
+    GAP_PX = 120    # between the panels: the bars' x tick labels and title, then the attention's two-line title
+    TOP_PX = 115    # above the bars: the figure's title, the legend (two rows on a phone) and the bars' title
+
+    def __init__(self, n_bars: int, n_rows: int):
+        bars, heat = self.BAR_PX * max(n_bars, 3), self.ROW_PX * max(n_rows, 8)
+        plot = bars + self.GAP_PX + heat
+        self.row_heights = [bars / (bars + heat), heat / (bars + heat)]
+        self.spacing = self.GAP_PX / plot
+        self.top = self.TOP_PX
+        self.height = self.TOP_PX + plot + 10
+
+
+def _key_label(key: str) -> str:
+    return key if len(key) <= KEY_CHARS else key[:KEY_CHARS - 1] + "…"
 
 
 def _steps_axes(fig: go.Figure, bar_labels: list[str], names: list[str], keys: Sequence[str], *, x_prob: str,
@@ -261,13 +297,14 @@ def _steps_axes(fig: go.Figure, bar_labels: list[str], names: list[str], keys: S
     fig.update_xaxes(title_text=x_prob, range=[0, 1], row=1, col=1)
     fig.update_yaxes(title_text=y_token, autorange="reversed", tickmode="array", tickvals=list(range(len(bar_labels))),
                      ticktext=bar_labels, row=1, col=1)
-    kt, kl = tick_labels(list(keys))
-    fig.update_xaxes(title_text=x_key, tickmode="array", tickvals=kt, ticktext=kl, tickangle=0, showgrid=False,
-                     row=1, col=2)
+    labels = [_key_label(str(k)) for k in keys]
+    kt, kl = tick_labels(labels, max_ticks=KEY_TICKS)
+    upright = max(map(len, labels), default=0) <= 2  # characters read upright; words stand on end
+    fig.update_xaxes(title_text=x_key, tickmode="array", tickvals=kt, ticktext=kl, tickangle=0 if upright else -90,
+                     showgrid=False, row=2, col=1)
     fig.update_yaxes(title_text=y_head, tickmode="array", tickvals=list(range(len(names))),
-                     ticktext=[plain(x) for x in names], autorange="reversed", showgrid=False, row=1, col=2)
-    fig.update_layout(barmode="group", height=max(300, 120 + 26 * len(names)), margin=dict(l=10, r=10, t=60, b=10),
-                      legend=dict(orientation="h", yanchor="bottom", y=1.08, x=0))
+                     ticktext=[plain(x) for x in names], autorange="reversed", showgrid=False, row=2, col=1)
+    fig.update_layout(barmode="group")
 
 
 def loss_curves(history: Sequence[dict], *, x_title: str, y_title: str, train_name: str, val_name: str,
