@@ -38,6 +38,10 @@ PAGE_CSS = """
 .formula .katex-display { overflow: visible !important; width: max-content; min-width: 100%; }
 .formula:focus-visible { outline: 2px solid currentColor; outline-offset: 2px; }
 [data-testid="stTable"] { overflow-x: auto; }
+/* where plotly shows its toolbar all the time (a touch screen: nothing hovers), the toolbar stands in a strip of
+   its own above the chart, not over the chart's title and legend */
+.ae-chart:has(.modebar:not(.modebar--hover)) { margin-top: 30px; }
+.ae-chart:has(.modebar:not(.modebar--hover)) .modebar { top: -30px; }
 /* the element that starts loading plotly.js (chart.preload) takes no room */
 .st-key-ae_plotly_preload { display: none; }
 /* links to other pages in the page itself wrap on a narrow screen instead of being cut with an ellipsis */

@@ -31,3 +31,30 @@ def test_no_word_in_a_figure_is_drawn_over_another_on_a_phone(open_page, address
     assert len(found) >= charts
     assert {i: pairs for i, pairs in found.items() if pairs} == {}
     assert_no_exception(page)
+
+
+_TOOLBAR = """sel => { const gd = document.querySelector(sel); const bar = gd.querySelector('.modebar').getBoundingClientRect();
+  const svg = gd.querySelector('.main-svg').getBoundingClientRect();
+  const title = gd.querySelector('.gtitle').getBoundingClientRect();
+  const over = !(bar.right <= title.left || title.right <= bar.left || bar.bottom <= title.top || title.bottom <= bar.top);
+  return {below: svg.top - bar.bottom, over_title: over, margin: getComputedStyle(gd).marginTop,
+          range: gd._fullLayout.xaxis.range.slice()}; }"""
+
+
+def test_a_touch_screen_shows_the_toolbar_above_the_chart_not_over_its_title(open_page):
+    """Plotly shows its toolbar all the time where nothing hovers (a touch screen); over the chart it covered the end
+    of the title and the legend. On a touch screen it stands above the chart, and its buttons still work; with a
+    mouse it stays where plotly puts it, shown on hover."""
+    chart = ".st-key-head_fig .js-plotly-plot"
+    page = open_page("/?lang=zh", width=390, height=3000, touch=True)
+    assert charts_drawn(page, 1) >= 1
+    page.locator(f"{chart} .modebar").wait_for()
+    seen = page.evaluate(_TOOLBAR, chart)
+    assert seen["below"] >= 0 and not seen["over_title"] and seen["margin"] == "30px"
+    page.locator(f"{chart} .modebar-btn[data-title='Zoom in']").tap()
+    page.wait_for_function("([sel, before]) => document.querySelector(sel)._fullLayout.xaxis.range[0] !== before",
+                           arg=[chart, seen["range"][0]])
+    desk = open_page("/?lang=zh", width=1400)
+    assert charts_drawn(desk, 1) >= 1
+    assert desk.evaluate(_TOOLBAR, chart)["margin"] == "0px"
+    assert_no_exception(page)
