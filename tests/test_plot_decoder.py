@@ -61,3 +61,38 @@ def test_gqa_groups_are_outlined_only_when_heads_share():
     mha = attention.stats_map(np.zeros((2, 3)), title="t", value_name="v", layer_label="l", head_label="h")
     decoder.group_shapes(mha, [[0], [1], [2]], 2)
     assert not mha.layout.shapes
+
+
+def test_a_deep_lens_names_at_most_seven_columns_from_the_embeddings_to_the_last_block():
+    """19 columns (Gemma: the embeddings and 18 blocks) on a phone's 165 px map: every name ran into the next."""
+    g = torch.Generator().manual_seed(0)
+    logits = [torch.randn(4, 4, generator=g) for _ in range(19)]
+    lens = lens_from_readout(lambda r: logits[r], 19, [0, 1, 2, 3], TOKENS, lambda ids: [TOKENS[i] for i in ids], k=3)
+    names = ["emb", *map(str, range(18))]
+    fig = decoder.lens_figure(lens.top_tokens, lens.top_probs, lens.next_prob, lens.next_rank, lens.first_top1,
+                              lens.tokens, lens.tokens[1:], [f"after block {b}" for b in range(18)] + ["x"],
+                              short_names=names, title="lens", x_title="depth", y_title="position", value_name="p",
+                              top_name="top", next_name="next", rank_name="rank", settled_name="settles")
+    assert list(fig.layout.xaxis.ticktext) == ["emb", "2", "5", "8", "11", "14", "17"]
+    assert list(fig.layout.xaxis.tickvals) == [0, 3, 6, 9, 12, 15, 18]
+    assert fig.data[0].z.shape == (4, 19)  # every column is still drawn (and named on hover)
+
+
+def test_the_peak_against_importance_scatter_colours_layers_on_one_scale_with_a_colour_bar():
+    """A legend entry per layer took nine rows on a phone for 18 layers and ran into the axis; ten colours repeated
+    past layer 9. One scale, a colour bar with whole layers, and each point's own layer."""
+    from viz_core.plots import importance
+    effect = np.linspace(-1, 1, 18 * 4).reshape(18, 4)
+    fig = importance.peak_vs_importance(np.abs(effect), effect, peak_name="peak", effect_name="effect",
+                                        layer_label="layer", head_label="head", selected=(3, 1))
+    points = fig.data[0]
+    assert list(points.marker.color[:8]) == [0, 0, 0, 0, 1, 1, 1, 1] and points.marker.cmax == 17
+    assert points.marker.colorbar.title.text == "layer"
+    assert list(points.marker.colorbar.tickvals) == [0, 4, 8, 12, 17]
+    assert not fig.layout.showlegend and len(fig.data) == 2  # the points and the selected head's ring
+    map12 = importance.importance_map(np.zeros((6, 12)), title="t", value_name="v", layer_label="layer",
+                                      head_label="head")
+    assert list(map12.layout.xaxis.ticktext) == ["0", "2", "4", "6", "8", "10"]
+    map8 = importance.importance_map(np.zeros((6, 8)), title="t", value_name="v", layer_label="layer",
+                                     head_label="head")
+    assert list(map8.layout.xaxis.ticktext) == [str(h) for h in range(8)]

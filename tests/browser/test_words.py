@@ -16,7 +16,8 @@ PAGES = {"/": 1, "/mechanics": 7, "/scaling": 3, "/positions": 3, "/optimizers":
          "/anatomy": 4, "/anatomy?section=placement": 1, "/train": 1, "/train?tab=attention": 1,
          "/train?tab=snapshots": 2, "/language_model": 3, "/language_model?tab=sequence": 3,
          "/language_model?tab=cache": 1, "/language_model?tab=generate": 1,
-         "/language_model?tab=generate&gen_model=gemma3-270m": 1, "/head_finder": 1}
+         "/language_model?tab=generate&gen_model=gemma3-270m": 1, "/head_finder": 1, "/?view=importance": 3,
+         "/?model=gemma3-270m&view=lens": 1, "/?model=gemma3-270m&view=importance": 3}
 
 _MARK = """() => [...document.querySelectorAll("[data-testid='stMain'] .js-plotly-plot")]
   .map((gd, i) => { gd.setAttribute('data-words', i); return i; })"""

@@ -11,11 +11,12 @@ from collections.abc import Sequence
 import numpy as np
 import plotly.graph_objects as go
 
-from .common import PROB_SCALE, annotate_cells, plain, reserve_margins
+from .common import PROB_SCALE, annotate_cells, plain, reserve_margins, tick_labels
 
 LENS_METRICS = ("top", "next")  # colour = probability of the row's top-1 guess / of the token that actually follows
 CELL_TEXT_UP_TO = 40            # positions up to which each cell shows its top-1 token (beyond: hover only)
 CELL_TEXT_CHARS = 6             # a cell shows at most this many characters of its token
+LENS_TICKS = 7                  # the lens's column names on its axis: at most this many (every k-th column)
 
 
 def short(label: str, chars: int = CELL_TEXT_CHARS) -> str:
@@ -78,8 +79,10 @@ def lens_figure(top_tokens: np.ndarray, top_probs: np.ndarray, next_prob: np.nda
     fig.add_trace(go.Scatter(x=np.asarray(first_top1, dtype=float), y=np.arange(n), mode="markers",
                              name=settled_name, hoverinfo="skip",
                              marker=dict(symbol="circle-open", size=16, line=dict(width=2.5, color="#e4572e"))))
-    ticks = [plain(r) for r in (short_names or row_names)]  # the columns' names as ticks; the hover names them whole
-    fig.update_xaxes(title_text=x_title, tickmode="array", tickvals=list(range(n_rows)), ticktext=ticks,
+    # the columns' names as ticks, at most LENS_TICKS of them (the hover names every column whole): a phone's map
+    # is about 165 px wide, where 19 columns' names ran into each other
+    tick_at, ticks = tick_labels(list(short_names or row_names), max_ticks=LENS_TICKS)
+    fig.update_xaxes(title_text=x_title, tickmode="array", tickvals=tick_at, ticktext=ticks,
                      tickangle=0, showgrid=False, side="top", title_standoff=4)
     fig.update_yaxes(title_text=y_title, tickmode="array", tickvals=list(range(n)),
                      ticktext=[plain(tok) for tok in tokens], autorange="reversed", showgrid=False)

@@ -38,8 +38,10 @@ def importance_map(effect: np.ndarray, *, title: str, value_name: str, layer_lab
 
 
 def short_axes(fig: go.Figure, n_layers: int, n_heads: int) -> None:
-    """Numbers only on the ticks (the axis titles say layer / head), so 12 heads fit on a phone."""
-    fig.update_xaxes(tickvals=list(range(n_heads)), ticktext=[str(j) for j in range(n_heads)], tickangle=0)
+    """Numbers only on the ticks (the axis titles say layer / head), so 12 heads fit on a phone; past 10 heads every
+    other head is numbered (on a phone, 12 heads' "10" and "11" touched), and the hover names each one."""
+    heads = list(range(0, n_heads, 2 if n_heads > 10 else 1))
+    fig.update_xaxes(tickvals=heads, ticktext=[str(j) for j in heads], tickangle=0)
     fig.update_yaxes(tickvals=list(range(n_layers)), ticktext=[str(i) for i in range(n_layers)])
 
 
@@ -47,20 +49,21 @@ def peak_vs_importance(peak: np.ndarray, effect: np.ndarray, *, peak_name: str, 
                        head_label: str, title: str = "", selected: tuple[int, int] | None = None) -> go.Figure:
     """One point per head: how peaked its attention is (x) against the effect of knocking it out (y).
 
-    One trace, points in layer-major order (point index = layer * heads + head), coloured by layer.
+    One trace, points in layer-major order (point index = layer * heads + head), coloured by layer on a sequential
+    scale with a colour bar: a legend entry per layer took nine rows on a phone for Gemma's 18 layers and ran into
+    the axis, and ten line colours repeated past layer 9.
     """
     n_layers, n_heads = effect.shape
     ll, hh = np.meshgrid(np.arange(n_layers), np.arange(n_heads), indexing="ij")
-    colours = [LINE_COLOURS[i % len(LINE_COLOURS)] for i in ll.ravel()]
     traces = [go.Scatter(
         x=peak.ravel(), y=effect.ravel(), mode="markers", showlegend=False,
         customdata=np.stack([ll.ravel(), hh.ravel()], axis=-1),
-        marker=dict(size=10, color=colours, line=dict(width=0.5, color="rgba(0,0,0,0.4)")),
+        marker=dict(size=10, color=ll.ravel(), colorscale=LAYER_SCALE, cmin=0, cmax=max(n_layers - 1, 1),
+                    line=dict(width=0.5, color="rgba(0,0,0,0.4)"),
+                    colorbar=dict(title=dict(text=layer_label, side="right"), thickness=12,
+                                  tickvals=_layer_ticks(n_layers))),
         hovertemplate=f"{layer_label} %{{customdata[0]}} · {head_label} %{{customdata[1]}}<br>{peak_name}: "
                       f"%{{x:.4f}}<br>{effect_name}: %{{y:.5f}}<extra></extra>")]
-    traces += [go.Scatter(x=[None], y=[None], mode="markers", name=f"{layer_label} {layer}",  # the layer colours'
-                          marker=dict(size=10, color=LINE_COLOURS[layer % len(LINE_COLOURS)]))  # legend, not points
-               for layer in range(n_layers)]
     if selected is not None:
         traces.append(go.Scatter(x=[peak[selected]], y=[effect[selected]], mode="markers", showlegend=False,
                                  hoverinfo="skip", marker=dict(size=18, color="rgba(0,0,0,0)",
@@ -69,9 +72,21 @@ def peak_vs_importance(peak: np.ndarray, effect: np.ndarray, *, peak_name: str, 
                 line=dict(color="rgba(128,128,128,0.6)", width=1))  # what add_hline(y=0) adds
     return go.Figure(traces, layout=dict(  # one call: add_trace / add_hline / update_* each walk the figure again
         xaxis=dict(title=dict(text=peak_name)), yaxis=dict(title=dict(text=effect_name), zeroline=False),
-        title=dict(text=title), height=420, margin=dict(l=10, r=10, t=50, b=10),
-        legend=dict(orientation="h", yanchor="bottom", y=-0.35, x=0), clickmode="event+select", dragmode=False,
-        shapes=[zero]))
+        title=dict(text=title), height=420, margin=dict(l=10, r=10, t=50, b=10), showlegend=False,
+        clickmode="event+select", dragmode=False, shapes=[zero]))
+
+
+LAYER_SCALE = "Viridis"  # the layer of a point: first (dark) to last (yellow)
+
+
+def _layer_ticks(n_layers: int) -> list[int]:
+    """Whole layers on the colour bar, at most six of them: every step-th from the first, and the last (which takes
+    the place of a step-th one less than half a step before it)."""
+    step = max(1, int(np.ceil((n_layers - 1) / 5)))
+    ticks = list(range(0, max(n_layers - 1, 1), step))
+    if len(ticks) > 1 and n_layers - 1 - ticks[-1] < step / 2:
+        ticks.pop()
+    return sorted({*ticks, n_layers - 1})
 
 
 def attribution_bars(tokens: Sequence[str], series: dict[str, np.ndarray], *, token_label: str, share_label: str,
