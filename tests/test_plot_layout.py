@@ -208,3 +208,19 @@ def test_a_generation_step_names_at_most_ten_keys_upright_characters_and_words_o
     assert len(labels) <= lm_plots.KEY_TICKS and words.layout.xaxis2.tickangle == -90
     assert max(len(html.unescape(x)) for x in labels) <= lm_plots.KEY_CHARS and "▁extrao…" in labels
     assert words.data[2].customdata[0][8] == "▁extraordinarily"  # hover names the whole key
+
+
+def test_panel_margins_hold_the_outer_labels_of_panels_side_by_side():
+    """A figure of panels (make_subplots): the left margin holds the leftmost panels' y labels and title, the bottom
+    one the lowest panels' x labels and title, the right one a colour bar; inner axes need no margin. Only widens."""
+    from plotly.subplots import make_subplots
+    from viz_core.plots.common import fit_panel_margins, label_margins
+    fig = make_subplots(rows=1, cols=2)
+    fig.add_trace(go.Scatter(x=[0, 400], y=[0.5, 2.5]), row=1, col=1)
+    fig.add_trace(go.Heatmap(z=np.zeros((3, 3)), y=["a long query label", "b", "c"]), row=1, col=2)
+    fig.update_layout(margin=dict(l=10, r=10, t=40, b=200))
+    need = fit_panel_margins(fig)
+    left = label_margins(["0.0", "0.5", "1.0", "1.5", "2.0", "2.5", "3.0"], [])["l"]
+    assert left - 10 < need["l"] <= left + 10   # the left panel's numbers, not the right panel's long label
+    assert need["r"] == 100 and fig.layout.margin.r == 100   # the colour bar
+    assert fig.layout.margin.b == 200 and fig.layout.margin.l == int(np.ceil(need["l"]))  # never narrowed

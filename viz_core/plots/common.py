@@ -293,6 +293,44 @@ def fit_margins(fig: go.Figure) -> go.Figure:
     return fig
 
 
+def fit_panel_margins(fig: go.Figure) -> dict[str, float]:
+    """Widen the margins of a figure of panels (make_subplots), in place, to what its outer labels need; returns
+    that need (l, r, b in px), e.g. for the controls a played figure puts under its x axis (animated's `below`).
+
+    fit_margins' rule for several panels: the left margin holds the tick labels and title of every y axis of the
+    leftmost panels, the bottom margin those of every x axis of the lowest panels, the right margin a colour bar (or
+    half the last numeric label of the rightmost panels). Inner axes sit in the spacing between panels, which no
+    margin holds. With the margins wide enough, plotly's automargin has nothing to push and the browser draws the
+    figure once, not twice (a played figure of two maps took 74 ms to draw instead of 40)."""
+    lay = fig.layout
+    plotted = lay.to_plotly_json()
+    need = {"l": 0.0, "r": 0.0, "b": 0.0}
+    for name in (k for k in plotted if k.startswith("xaxis")):
+        x_axis = lay[name]
+        ref = "x" + name[5:]
+        y_name = "yaxis" + (x_axis.anchor or "y")[1:]
+        y_axis = lay[y_name]
+        data = [d for d in fig.data if (getattr(d, "xaxis", None) or "x") == ref]
+        x_dom = x_axis.domain or (0, 1)
+        y_dom = y_axis.domain or (0, 1)
+        cols = _tick_texts(x_axis, data, "x") if x_axis.showticklabels is not False else []
+        rows = _tick_texts(y_axis, data, "y") if y_axis.showticklabels is not False else []
+        panel = label_margins(rows, cols, y_size=y_axis.tickfont.size or TICK_FONT_PX,
+                              x_size=x_axis.tickfont.size or TICK_FONT_PX, x_angle=float(x_axis.tickangle or 0),
+                              numeric_x=bool(cols) and x_axis.ticktext is None and _is_number(cols[-1]))
+        if x_dom[0] <= 0.001:
+            need["l"] = max(need["l"], panel["l"])
+        if y_dom[0] <= 0.001:
+            need["b"] = max(need["b"], panel["b"])
+        if x_dom[1] >= 0.999:
+            need["r"] = max(need["r"], panel["r"] + 2)  # a numeric label's half: plotly's reached 1 px further
+    if _has_colour_bar(fig):
+        need["r"] = max(need["r"], 100)
+    have = {k: PLOTLY_MARGIN[k] if getattr(lay.margin, k) is None else getattr(lay.margin, k) for k in need}
+    fig.update_layout(margin=widened(have, need))
+    return need
+
+
 LEGEND_ROW_PX = 22    # the height of one row of a horizontal legend
 PHONE_LEGEND_PX = 260  # the width a legend has on a phone (390 px, less the page's and the figure's margins)
 

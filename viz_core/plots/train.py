@@ -10,8 +10,8 @@ import numpy as np
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-from .common import (HATCH_FILL, LINE_COLOURS, MASK_COLOUR, PROB_SCALE, PlayLabels, animated, head_trace,
-                     fit_margins, matrix_heatmap, plain, tick_labels)
+from .common import (HATCH_FILL, LEGEND_ROW_PX, LINE_COLOURS, MASK_COLOUR, PROB_SCALE, PlayLabels, animated,
+                     fit_margins, fit_panel_margins, head_trace, legend_rows, matrix_heatmap, plain, tick_labels)
 
 
 def _column(history: Sequence[dict], key: str) -> list:
@@ -51,9 +51,12 @@ def training_curves(runs: Sequence[tuple[str, Sequence[dict]]], *, x_key: str = 
     fig.update_xaxes(title_text=x_title)
     fig.update_yaxes(title_text=loss_title, rangemode="tozero", row=1, col=1)
     fig.update_yaxes(title_text=acc_title, range=[0, 1.02], row=1, col=2)
-    # the legend sits under the figure (container coordinates), in a bottom margin of its own: never on an axis title
-    fig.update_layout(height=height + (90 if multi else 40), margin=dict(l=10, r=10, t=100 if multi else 40, b=70),
+    # the legend sits under the figure (container coordinates), in a bottom margin of its own: never on an axis title;
+    # the margins hold the outer labels and the rows the legend takes on a phone, so plotly draws the figure once
+    fig.update_layout(margin=dict(l=10, r=10, t=100 if multi else 40, b=10),
                       legend=dict(orientation="h", yref="container", yanchor="bottom", y=0.0, x=0))
+    below = int(np.ceil(fit_panel_margins(fig)["b"])) + LEGEND_ROW_PX * max(1, legend_rows(fig))
+    fig.update_layout(height=height + (60 if multi else 0) + below, margin_b=below)
     return fig
 
 
