@@ -15,6 +15,7 @@ from plotly.subplots import make_subplots
 from .common import (LINE_COLOURS, MASK_COLOUR, PROB_SCALE, PlayLabels, add_mask_overlay, animated, annotate_cells,
                      fit_margins, fit_margins_legend_below, head_trace, matrix_heatmap, plain, reserve_margins,
                      tick_labels)
+from .decoder import short
 
 
 def _evals(history: Sequence[dict], key: str) -> tuple[list, list]:
@@ -265,8 +266,9 @@ def generation_steps(top_probs: np.ndarray, top_sampled: np.ndarray, top_labels:
 
 
 KEY_TICKS = 10       # key labels under the attention rows: at most this many (each key is named on hover), so that
-KEY_CHARS = 8        # ... they stand clear of each other upright on a phone's narrow plot; longer labels are cut
-KEYS_BELOW_PX = 100  # the upright key labels of KEY_CHARS and the axis title under them
+#                      they stand clear of each other on a phone's narrow plot
+KEY_CHARS = 8        # a longer key label is cut to this many characters (decoder.short)
+KEYS_BELOW_PX = 100  # key labels of KEY_CHARS on end, and the axis title under them
 
 
 class _StepsLayout:
@@ -287,17 +289,13 @@ class _StepsLayout:
         self.height = self.TOP_PX + plot + 10
 
 
-def _key_label(key: str) -> str:
-    return key if len(key) <= KEY_CHARS else key[:KEY_CHARS - 1] + "…"
-
-
 def _steps_axes(fig: go.Figure, bar_labels: list[str], names: list[str], keys: Sequence[str], *, x_prob: str,
                 y_token: str, x_key: str, y_head: str) -> None:
     """The axes of generation_steps: bars with their token labels (top to bottom), the attention rows and keys."""
     fig.update_xaxes(title_text=x_prob, range=[0, 1], row=1, col=1)
     fig.update_yaxes(title_text=y_token, autorange="reversed", tickmode="array", tickvals=list(range(len(bar_labels))),
                      ticktext=bar_labels, row=1, col=1)
-    labels = [_key_label(str(k)) for k in keys]
+    labels = [short(k, KEY_CHARS) for k in keys]
     kt, kl = tick_labels(labels, max_ticks=KEY_TICKS)
     upright = max(map(len, labels), default=0) <= 2  # characters read upright; words stand on end
     fig.update_xaxes(title_text=x_key, tickmode="array", tickvals=kt, ticktext=kl, tickangle=0 if upright else -90,
