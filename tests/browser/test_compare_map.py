@@ -105,11 +105,15 @@ def test_qk_map_click_a_query_of_your_sentence(open_page, lang):
     shown = label.first.text_content()  # "query the position 2 sentence: ..." or "key ..."
     assert shown.startswith((i18n.t("attention.qk_query", lang), i18n.t("attention.qk_key", lang)))
     page.mouse.click(box["x"] + box["width"] / 2, box["y"] + box["height"] / 2)
-    wait_done(page)
     # plotly's click may pick another point than the label it showed where points overlap (seen in zh: the label of a
-    # key, the click on a query of another sentence): what the page does is read from the page itself
+    # key, the click on a query of another sentence): what the page does is read from the page itself, once the
+    # click's rerun has done one or the other (on a busy machine it starts after wait_done has returned)
+    key_clicked = i18n.t("attention.qk_key_clicked", lang)
+    page.wait_for_function("([text]) => location.search.includes('qk_q=') || document.body.innerText.includes(text)",
+                           arg=[key_clicked], timeout=60_000)
+    wait_done(page)
     if "qk_q=" not in page.url:
-        page.get_by_text(i18n.t("attention.qk_key_clicked", lang)).wait_for()
+        page.get_by_text(key_clicked).wait_for()
     else:
         row_title = page.locator(".st-key-qk_row_fig .gtitle")
         row_title.wait_for()
