@@ -295,13 +295,13 @@ def fit_margins(fig: go.Figure) -> go.Figure:
 
 def fit_panel_margins(fig: go.Figure) -> dict[str, float]:
     """Widen the margins of a figure of panels (make_subplots), in place, to what its outer labels need; returns
-    that need (l, r, b in px), e.g. for the controls a played figure puts under its x axis (animated's `below`).
+    that need (l, r, b in px), for what the caller adds under the x axis (a legend's rows).
 
     fit_margins' rule for several panels: the left margin holds the tick labels and title of every y axis of the
     leftmost panels, the bottom margin those of every x axis of the lowest panels, the right margin a colour bar (or
     half the last numeric label of the rightmost panels). Inner axes sit in the spacing between panels, which no
     margin holds. With the margins wide enough, plotly's automargin has nothing to push and the browser draws the
-    figure once, not twice (a played figure of two maps took 74 ms to draw instead of 40)."""
+    figure once, not twice (Train's loss and accuracy panels took 37 ms to draw instead of 20)."""
     lay = fig.layout
     plotted = lay.to_plotly_json()
     need = {"l": 0.0, "r": 0.0, "b": 0.0}
