@@ -83,12 +83,9 @@ def own_lr(name: str, lr: float, col) -> float:
     return lr
 
 
-def hyper_controls(picked: list[str], lr: float) -> tuple[opt.RacerSpec, ...]:
-    """Each optimizer's own hyperparameters (and, optionally, its own learning rate): drawn only while their section
-    is open (a closed section costs the browser nothing on a page switch), and holding their values while it is
-    closed."""
-    opened, box = ui.fold(ui.t("optimizers.hyper_header"), "hyper")
-    where = box if opened else ui.HIDDEN
+def hyper_controls(picked: list[str], lr: float, where) -> tuple[opt.RacerSpec, ...]:
+    """Each optimizer's own hyperparameters (and, optionally, its own learning rate), in `where` (the section of
+    more settings, or ui.HIDDEN while it is closed: they hold their values)."""
     cols = where.columns(len(opt.CLASSIC))
     nm = names()
     for c, n in zip(cols, opt.CLASSIC):
@@ -125,8 +122,16 @@ def schedule_controls() -> schedules.ScheduleConfig:
     return schedules.ScheduleConfig(kind, int(step_size), float(gamma), float(floor), int(warmup))
 
 
-def extra_controls() -> tuple[bool, float, int]:
-    c1, c2, c3 = st.columns([2, 1, 1])
+def more_settings():
+    """The section of settings past the race's own (fair race, gradient noise, each optimizer's hyperparameters):
+    drawn only while open, so the page's first view draws the controls most races need and no more (every control
+    costs the browser time on a page switch); the address keeps it open (hyper=1). Its container, or ui.HIDDEN."""
+    opened, box = ui.fold(ui.t("optimizers.hyper_header"), "hyper")
+    return box if opened else ui.HIDDEN
+
+
+def extra_controls(where) -> tuple[bool, float, int]:
+    c1, c2, c3 = where.columns([2, 1, 1])
     fair = ui.checkbox(ui.t("optimizers.fair"), "fair", default=False, container=c1, toggle=True,
                        help=ui.t("optimizers.fair_help"))
     noise = ui.slider(ui.t("optimizers.noise"), 0.0, 5.0, "noise", 0.0, step=0.1, container=c2,
@@ -279,9 +284,10 @@ def paper_schedule(labels) -> None:
 apply_click()
 surface, start, lr, steps = surface_controls()
 picked = racer_picks()
-specs = hyper_controls(picked, lr)
+more = more_settings()
+fair, noise, seed = extra_controls(more)
+specs = hyper_controls(picked, lr, more)
 sched = schedule_controls()
-fair, noise, seed = extra_controls()
 
 result, error = None, None
 try:

@@ -63,7 +63,7 @@ def test_surface_change_resets_start_and_lr_then_divergence_message():
 
 
 def test_fair_race_schedule_extras_and_inspect():
-    at = run_page("optimizers", {"lang": "en", "surface": "line_fit", "steps": "100", "sched_open": "1"})
+    at = run_page("optimizers", {"lang": "en", "surface": "line_fit", "steps": "100", "sched_open": "1", "hyper": "1"})
     racers = widget(at, "button_group", "optimizers.racers")
     assert racers.value == ["sgd", "momentum", "adagrad", "rmsprop", "adam"]  # the five classics by default
     racers.set_value(["sgd", "momentum", "adagrad", "rmsprop", "adam", "adamw"])

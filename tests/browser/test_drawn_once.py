@@ -10,12 +10,11 @@ from tests.browser.conftest import assert_no_exception, charts_drawn
 pytestmark = pytest.mark.browser
 
 # page address -> (charts on it, how many of them from the top are checked: figures whose legend sits in a margin
-# the figure sets, above the plot or under the axis title, and Train's two panels side by side (through
-# viz_core.plots.common.fit_panel_margins); the Language model's third, two played maps whose titles need every
-# pixel of a phone's width, is left to automargin)
+# the figure sets, above the plot or under the axis title, and the figures of panels side by side, Train's curves and
+# the Language model's two played maps, through viz_core.plots.common.fit_panel_margins)
 PAGES = {"/scaling?lang=en": (3, 3), "/mechanics?lang=en": (7, 7), "/anatomy?lang=zh": (4, 4),
          "/optimizers?lang=en": (3, 3), "/?lang=en": (1, 1), "/positions?lang=zh": (3, 3),
-         "/language_model?lang=en": (3, 2), "/train?lang=zh": (1, 1)}
+         "/language_model?lang=en": (3, 3), "/train?lang=zh": (1, 1)}
 
 _PUSHED = """() => [...document.querySelectorAll("[data-testid='stMain'] .js-plotly-plot")].map(gd => {
   const m = gd.layout.margin || {}, s = gd._fullLayout._size;

@@ -170,7 +170,8 @@ def test_tabs_and_divergence(open_page, lang):
 def test_controls_open(open_page, lang, width, dark):
     """Both expanders open (every optimizer's hyperparameters, the schedule), wide and narrow, light and dark."""
     page = open_page(f"/optimizers?lang={lang}&racers={SIX}&own_adam=1&lr_adam=0.02", width=width, dark=dark)
-    assert page.get_by_label("β₁").count() == 0  # closed sections are not drawn
+    fair = i18n.t("optimizers.fair", lang)
+    assert page.get_by_label("β₁").count() == 0 and page.get_by_text(fair).count() == 0  # closed: not drawn
     summaries = page.locator("[data-testid='stExpander'] summary")
     assert summaries.count() == 2
     for i in range(2):
@@ -178,7 +179,7 @@ def test_controls_open(open_page, lang, width, dark):
         wait_done(page)
     page.wait_for_url(lambda url: "hyper=1" in url and "sched_open=1" in url)
     assert_no_exception(page)
-    assert page.get_by_label("β₁").count() >= 1
+    assert page.get_by_label("β₁").count() >= 1 and page.get_by_text(fair).count() >= 1  # (the fair race's toggle)
     assert page.get_by_label(i18n.t("optimizers.lr_of", lang, name=i18n.t("optimizers.name_adam", lang)), exact=True).input_value() == "0.02"
     screenshot(page, f"optimizers-controls-{lang}-{width}{'-dark' if dark else ''}")
     _chart_shots(page, f"optimizers-controls-{lang}-{width}{'-dark' if dark else ''}")

@@ -13,7 +13,7 @@ import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
 from .common import (LINE_COLOURS, MASK_COLOUR, PROB_SCALE, PlayLabels, add_mask_overlay, animated, annotate_cells,
-                     fit_margins, fit_margins_legend_below, head_trace, matrix_heatmap, plain, reserve_margins,
+                     fit_margins, fit_margins_legend_below, fit_panel_margins, head_trace, matrix_heatmap, plain, reserve_margins,
                      tick_labels)
 from .decoder import short
 
@@ -134,16 +134,20 @@ def patterns_history(maps: np.ndarray, steps: Sequence[int], active: int, labels
     fig.update_xaxes(title_text=x_title, row=1, col=1)
     fig.update_yaxes(title_text=y_title, row=1, col=1)
     fig.update_yaxes(ticks="", row=1, col=2)
-    fig.update_annotations(font_size=12)  # the panel titles: two lines of at most a narrow panel's width
+    # the panel titles: two lines of at most a narrow panel's width (at 390 px, with the margins below, the longest
+    # English line at 12 px reached over the next panel's title)
+    fig.update_annotations(font_size=11)
     height = min(700, 320 + 12 * n)
     fig.update_layout(height=height, showlegend=True, margin=dict(l=10, r=10, t=130, b=10),  # legend 30 px down:
                       legend=dict(orientation="h", yref="container", yanchor="top", y=1 - 30 / height, x=0,
                                   xanchor="left"))  # clear of the toolbar, which a touch screen always shows
+    # margins that hold the labels and the colour bar: the browser draws this heavy figure once, not twice
+    below = fit_panel_margins(fig)["b"]
     panel_titles = [a.to_plotly_json() for a in fig.layout.annotations]  # make_subplots's two panel titles
     frames = [{"data": [dict(type="heatmap", z=maps[s, p].astype(np.float32)) for p in range(2)], "traces": heads,
                "layout": {"annotations": [a | {"text": _lines(titles[s][p])} for p, a in enumerate(panel_titles)]}}
               for s in range(len(steps))]
-    return animated(fig, frames, [str(int(x)) for x in steps], active, play, slider=slider)
+    return animated(fig, frames, [str(int(x)) for x in steps], active, play, slider=slider, below=int(below))
 
 
 def _lines(text: str) -> str:
