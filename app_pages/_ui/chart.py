@@ -147,12 +147,31 @@ function figure(bytes, t) {
 const queue = window.__aeQueue || (window.__aeQueue = { jobs: [], busy: false });
 // A chart of the page being left stays in the page, marked stale, until the new page's script has run (then it is
 // removed, or kept if the rerun sent it again): it waits, up to a second, while the new page's charts go first.
+// A chart off screen waits too, up to a second, while the page's script still runs: the rest of the page (its text
+// and controls, and the end of the run) comes first, instead of waiting behind charts nobody sees yet.
+const WAIT = 3;
+function running() {
+  const app = document.querySelector("[data-testid='stApp']");
+  return !!app && app.getAttribute("data-test-script-state") === "running";
+}
 function rank(job) {
   const el = job.el;
   if (!el.isConnected) return -1;  // removed: dropped at once
-  if (el.closest("[data-stale='true']")) return performance.now() - job.since > 1000 ? 2 : 3;
+  const waited = performance.now() - job.since > 1000;
+  if (el.closest("[data-stale='true']")) return waited ? 2 : WAIT;
   const r = el.getBoundingClientRect();
-  return r.bottom > 0 && r.top < window.innerHeight ? 0 : 1;
+  if (r.bottom > 0 && r.top < window.innerHeight) return 0;
+  return running() && !waited ? WAIT : 1;
+}
+function later() {  // nothing to draw yet: again as soon as the page's run ends (or in 50 ms when none runs)
+  const app = document.querySelector("[data-testid='stApp']");
+  if (!app || !running()) { setTimeout(pump, 50); return; }
+  let timer = 0;
+  const obs = new MutationObserver(() => {
+    if (!running()) { obs.disconnect(); clearTimeout(timer); setTimeout(pump, 0); }
+  });
+  obs.observe(app, { attributes: true, attributeFilter: ["data-test-script-state"] });
+  timer = setTimeout(() => { obs.disconnect(); pump(); }, 250);  // (a chart waits a second at most)
 }
 function pump() {
   queue.jobs = queue.jobs.filter((j) => rank(j) >= 0);
@@ -160,7 +179,7 @@ function pump() {
   let best = 0;
   const ranks = queue.jobs.map(rank);
   ranks.forEach((r, i) => { if (r < ranks[best]) best = i; });
-  if (ranks[best] === 3) { setTimeout(pump, 50); return; }
+  if (ranks[best] === WAIT) { later(); return; }
   const job = queue.jobs.splice(best, 1)[0];
   Promise.resolve().then(job.run).catch(() => {}).then(afterPaint);
 }
