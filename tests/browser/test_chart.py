@@ -7,6 +7,7 @@ from __future__ import annotations
 import pytest
 
 from tests.browser.conftest import CHART, assert_no_exception, charts_drawn, screenshot, wait_done
+from viz_core import i18n
 
 pytestmark = pytest.mark.browser
 
@@ -159,4 +160,37 @@ def test_a_played_history_gets_its_controls_and_every_frame(open_page):
         return [gd._transitionData._frames.length, gd.layout.sliders[0].steps.length,
                 gd.querySelectorAll('.updatemenu-button').length]; }""")
     assert frames == steps > 10 and buttons == 2
+    assert_no_exception(page)
+
+
+# Every chart drawn from now on: when (ms from now), whether the page's script was still running then, and whether the
+# chart was on screen (the charts already drawn are left out)
+_WATCH_DRAWS = """() => { window.__draws = []; const t0 = performance.now();
+  const app = document.querySelector("[data-testid='stApp']");
+  const seen = new Set(document.querySelectorAll('.js-plotly-plot'));
+  new MutationObserver(() => {
+    for (const gd of document.querySelectorAll("[data-testid='stMain'] .js-plotly-plot")) {
+      if (seen.has(gd) || !gd.querySelector('.main-svg')) continue;
+      seen.add(gd);
+      const r = gd.getBoundingClientRect();
+      window.__draws.push({at: performance.now() - t0, running: app.getAttribute('data-test-script-state') === 'running',
+                           on_screen: r.bottom > 0 && r.top < innerHeight}); }
+  }).observe(document.body, {childList: true, subtree: true}); }"""
+
+
+def test_charts_off_screen_wait_for_the_end_of_the_run(open_page):
+    """On a page switch, a chart below the window is drawn once the page's script has run (the rest of the page first,
+    not behind charts nobody sees yet), unless it has waited a second. The Language model's charts are all below a
+    1000 px window."""
+    page = open_page("/train?lang=en", height=1000)
+    page.evaluate(_WATCH_DRAWS)
+    page.locator("[data-testid='stSidebar'] [data-testid='stPageLink-NavLink']").filter(
+        has_text=i18n.t("common.nav_language_model", "en")).click()
+    wait_done(page)
+    assert charts_drawn(page, 3) >= 3
+    page.wait_for_function("() => window.__draws.length >= 3", timeout=60_000)
+    draws = page.evaluate("() => window.__draws")
+    assert any(not d["on_screen"] for d in draws), draws
+    early = [d for d in draws if d["running"] and not d["on_screen"] and d["at"] < 1000]
+    assert early == [], draws
     assert_no_exception(page)
