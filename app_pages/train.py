@@ -87,8 +87,11 @@ def accuracy_by_length(model) -> None:
     # a static markdown table: one row of numbers needs no data grid, nor an Arrow table to decode;
     # the first column names the rows (input length -> 3 4 5 ...), the weak length is bold and red in either theme
     cells = [ui.Md(f"**:red[{pct(v)}]**") if k == weak else pct(v) for k, v in by_length.items()]
-    ui.table([dict(zip([t("train.length_row"), *map(str, by_length)], [t("train.exact_row"), *cells]))],
-             title=t("train.by_length_title"))
+    # in a "whole_words" container (app_pages/_ui PAGE_CSS): on a phone, the cells keep their numbers whole ("100",
+    # not "1/0/0" down the cell) and the table scrolls in its own box if it is still too wide
+    with st.container(key="whole_words_train_accuracy"):
+        ui.table([dict(zip([t("train.length_row"), *map(str, by_length)], [t("train.exact_row"), *cells]))],
+                 title=t("train.by_length_title"))
     notes = [t("train.by_length", n=n, worst_n=worst_n, worst=pct(by_length[worst_n]),
                all=pct(sum(by_length.values()) / len(by_length)))]
     if model.info.get("by_length_step") is not None:
@@ -167,7 +170,12 @@ def schedule_figure(model_cfg: ModelConfig, train_cfg: TrainConfig):
 
 def train_tab(task):
     model_cfg = model_settings(task.name)
-    train_cfg = train_settings()
+    # the training's own settings in a section drawn only while open, as on the Language model page: the first view
+    # shows the model's size and the Train button (every control drawn costs the browser time on a page switch)
+    opened, box = ui.fold(t("train.settings"), "train_set")
+    where = box if opened else ui.HIDDEN
+    with where:  # (the optimizer's own section opens inside it)
+        train_cfg = train_settings(where)
     st.caption(devices.caption(t, train_cfg.force_cpu))
     fits, err = ui.safe(check_fits, task, model_cfg, train_cfg)
     if err is not None:

@@ -38,8 +38,8 @@ def test_opens_with_the_shipped_model_and_only_the_open_tab_is_drawn_en():
 
 
 def test_closed_folds_draw_nothing_and_their_settings_hold():
-    """The optimizer settings and the schedule chart are drawn only while their fold is open; closed, the
-    settings still decide the run (the address's lr / warmup reach the schedule), and the compare tab's settings too."""
+    """The training settings (the optimizer's in a fold of their own inside them) and the schedule chart are drawn
+    only while their fold is open; closed, the settings still decide the run (the address's lr / warmup reach the schedule), and the compare tab's settings too."""
     at = run_page("train", {"lang": "en", "lr": "2", "warmup": "100", "preset": "tiny"})
     assert_clean(at)
     assert not [s for s in at.slider if s.label == "Warmup steps"] and len(figures(at)) == 1
@@ -49,8 +49,13 @@ def test_closed_folds_draw_nothing_and_their_settings_hold():
     lr = [max(plotly_array(d["y"])) for f in figures(at) for d in f["data"] if d.get("mode") != "markers"]
     peak = 2.0 * 32 ** -0.5 * 100 ** -0.5  # noam: f * d_model^-0.5 * warmup^-0.5 at step = warmup (tiny: d = 32)
     assert any(abs(v - peak) < 1e-9 for v in lr), (lr, peak)
-    opened = run_page("train", {"lang": "en", "lr": "2", "warmup": "100", "optim": "1"})
+    closed = run_page("train", {"lang": "en", "lr": "2", "warmup": "100", "optim": "1"})
+    assert_clean(closed)
+    assert not [s for s in closed.slider if s.label in ("Warmup steps", "Time budget (s)")]  # inside the training
+    #                                                                              settings, which stay closed
+    opened = run_page("train", {"lang": "en", "lr": "2", "warmup": "100", "optim": "1", "train_set": "1"})
     assert_clean(opened)
+    assert widget(opened, "slider", "train.seconds").value == 20
     assert widget(opened, "slider", "train.warmup").value == 100 and widget(opened, "slider", "train.lr").value == 2.0
     cmp = run_page("train", {"lang": "en", "tab": "compare", "preset": "tiny"})
     assert_clean(cmp)
@@ -140,7 +145,7 @@ def test_bad_input_shows_an_error_not_an_exception():
     at.text_input(key="train.src_reverse").set_value("3 x 4").run()
     assert_clean(at)
     assert "does not know the token “x”" in texts(at.error)
-    at = run_page("train", {"lang": "en"})
+    at = run_page("train", {"lang": "en", "train_set": "1"})
     widget(at, "radio", "train.preset").set_value("custom").run()
     widget(at, "selectbox", "train.d_model").set_value(1024).run()
     at.slider(key="train.layers").set_value(8).run()

@@ -64,6 +64,8 @@ PAGE_CSS = """
   [class*="st-key-whole_words"] [data-testid="stMarkdownContainer"] :is(th, td) { overflow-wrap: normal !important;
     word-break: normal !important; padding-left: 0.375rem; padding-right: 0.375rem; }
   [class*="st-key-whole_words"] [data-testid="stMarkdownContainer"] td { white-space: nowrap !important; }
+  /* (a row's name, in the first column, may wrap at a space or between Chinese characters, as a header does) */
+  [class*="st-key-whole_words"] [data-testid="stMarkdownContainer"] td:first-child { white-space: normal !important; }
   [data-testid="stMainBlockContainer"] { padding-left: 0.75rem; padding-right: 0.75rem; }
 }
 </style>

@@ -15,8 +15,8 @@ import time
 
 import psutil
 
-from tests.browser.conftest import (SERVER, assert_no_exception, go_to, open_tab, pick, screenshot, switch_language, tick,
-                                    type_text, wait_done)
+from tests.browser.conftest import (SERVER, SHOTS, assert_no_exception, go_to, open_tab, pick, screenshot,
+                                    switch_language, tick, type_text, wait_done)
 from viz_core.i18n import t
 
 pytestmark = pytest.mark.browser
@@ -98,7 +98,7 @@ def test_train_live_then_stop(open_page):
 def test_a_run_survives_every_click(open_page):
     """During one run: move the target slider, tick "Train on the CPU", open Decode and type, switch the language
     both ways, leave the page and come back. The run goes on to its end and its model is kept."""
-    page = open_page("/train?lang=en&task=sort&preset=tiny&seconds=20&target=1.0")
+    page = open_page("/train?lang=en&task=sort&preset=tiny&seconds=20&target=1.0&train_set=1")
     button(page, "go").click()
     page.wait_for_selector("[data-testid='stProgress']", timeout=60_000)
     before = step_of(progress(page))
@@ -281,3 +281,28 @@ def test_a_students_own_input_is_answered_and_bad_input_is_explained(open_page):
     assert shown_output(page) == "1 3 7 9" and "正确" in main_text(page)
     assert_no_exception(page)
     screenshot(page, "train-own-input-zh")
+
+
+# The number cells (every data cell but a row's name) whose text takes more than one line.
+_WRAPPED_NUMBERS = """t => [...t.querySelectorAll('td:not(:first-child)')].filter(c => {
+  const r = document.createRange();
+  r.selectNodeContents(c);
+  return r.getBoundingClientRect().height > 1.5 * parseFloat(getComputedStyle(c).lineHeight);
+}).map(c => c.innerText)"""
+
+
+@pytest.mark.parametrize("lang", ["en", "zh"])
+def test_accuracy_by_length_reads_on_a_phone(open_page, lang):
+    """At 390 px the accuracy table's numbers ran down their cells ("1/0/0"): each stays whole on one line, and the
+    table fits the screen without scrolling sideways."""
+    page = open_page(f"/train?lang={lang}", width=390, height=1600)
+    table = page.locator(".st-key-whole_words_train_accuracy table")
+    table.wait_for(timeout=60_000)
+    assert table.locator("tbody td").count() >= 4
+    assert table.evaluate(_WRAPPED_NUMBERS) == []
+    right = table.evaluate("t => [t.getBoundingClientRect().right, t.parentElement.getBoundingClientRect().right,"
+                           " t.parentElement.scrollWidth - t.parentElement.clientWidth]")
+    assert right[0] <= right[1] + 0.5 and right[1] <= 390 and right[2] == 0, right
+    assert page.evaluate("() => document.documentElement.scrollWidth") <= 390
+    assert_no_exception(page)
+    page.locator(".st-key-whole_words_train_accuracy").screenshot(path=str(SHOTS / f"train-accuracy-390-{lang}.png"))
