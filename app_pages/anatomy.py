@@ -107,10 +107,13 @@ def _std_variant(d_model: int) -> None:
 
 def section_norms() -> None:
     st.markdown(ui.glossed(t("anatomy.norms_intro")))
-    _formulas(r"\text{LN}(x)=\gamma\odot\frac{x-\mu}{\sqrt{\sigma^2+\epsilon}}+\beta",
-              r"\mu=\tfrac1D\textstyle\sum_j x_j,\ \ \sigma^2=\tfrac1D\textstyle\sum_j(x_j-\mu)^2")
-    _formulas(r"\text{RMS}(x)=\gamma\odot\frac{x}{\sqrt{\tfrac1D\sum_j x_j^2+\epsilon}}",
-              r"\text{BN}(x_{bn,j})=\gamma_j\frac{x_{bn,j}-\mu_j}{\sqrt{\sigma_j^2+\epsilon}}+\beta_j")
+    # the two norms of a row (left), the statistics they use and the norm of a column (right): two formulas one
+    # under the other in each display, one element each for the browser to draw
+    _formulas(r"\begin{gathered}\text{LN}(x)=\gamma\odot\frac{x-\mu}{\sqrt{\sigma^2+\epsilon}}+\beta \\[14pt] "
+              r"\text{RMS}(x)=\gamma\odot\frac{x}{\sqrt{\tfrac1D\sum_j x_j^2+\epsilon}}\end{gathered}",
+              r"\begin{gathered}\mu=\tfrac1D\textstyle\sum_j x_j,\ \ \sigma^2=\tfrac1D\textstyle\sum_j(x_j-\mu)^2"
+              r" \\[14pt] \text{BN}(x_{bn,j})=\gamma_j\frac{x_{bn,j}-\mu_j}{\sqrt{\sigma_j^2+\epsilon}}+\beta_j"
+              r"\end{gathered}")
     p = _norm_controls()
     try:
         res = cached.compare_norms(**p)

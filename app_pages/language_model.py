@@ -188,9 +188,9 @@ def induction_tab() -> None:
 def score_definition() -> None:
     """The induction score's two rules (viz_core.lm.induction): the standard test x = s s, and any other text."""
     st.markdown(t("lm.ind_definition"))
-    ui.latex(r"x = s\,s,\ |s| = L:\quad \mathrm{ind}(h) = \frac{1}{L}\sum_{i=L}^{2L-1} A^h_{i,\,i-L+1}")
-    ui.latex(r"\text{any } x:\quad \mathrm{ind}(h) = \frac{1}{|S|}\sum_{i \in S}\ \sum_{j < i,\ x_j = x_i}"
-             r" A^h_{i,\,j+1}")
+    ui.latex(r"\begin{aligned}x = s\,s,\ |s| = L:\quad \mathrm{ind}(h) &= \frac{1}{L}\sum_{i=L}^{2L-1}"
+             r" A^h_{i,\,i-L+1} \\[14pt] \text{any } x:\quad \mathrm{ind}(h) &= \frac{1}{|S|}\sum_{i \in S}\ "
+             r"\sum_{j < i,\ x_j = x_i} A^h_{i,\,j+1}\end{aligned}")  # the two rules: one display
 
 
 def sequence_tab() -> None:
