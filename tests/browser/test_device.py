@@ -8,6 +8,7 @@ import re
 import pytest
 
 from tests.browser.conftest import assert_no_exception, go_to, open_tab, pick, switch_language, tick, wait_done
+from viz_core.i18n import t
 
 pytestmark = pytest.mark.browser
 
@@ -33,6 +34,9 @@ def test_the_train_and_language_model_pages_say_which_device_trains_and_why(open
     small = parameters(page, "parameters")
     pick(page, "Model size", "Medium")
     assert parameters(page, "parameters") > small  # the memory line follows the size chosen
+    page.get_by_text(t("train.settings", "en"), exact=True).click()  # the training settings' section opens
+    page.get_by_text("Time budget (s)", exact=True).wait_for()
+    wait_done(page)
     tick(page, "Train on the CPU even if a GPU is available")
     assert "Training runs on CPU (cpu), in float32." in main_text(page)
     switch_language(page, "zh")
