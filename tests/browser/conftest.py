@@ -189,6 +189,19 @@ TEXT_BOXES_JS = """sel => { const gd = document.querySelector(sel); const out = 
   return out; }"""
 
 
+# The cells of a table (those matching `cells`) whose text takes more than one line.
+_WRAPPED = """(t, cells) => [...t.querySelectorAll(cells)].filter(c => {
+  const r = document.createRange();
+  r.selectNodeContents(c);
+  return r.getBoundingClientRect().height > 1.5 * parseFloat(getComputedStyle(c).lineHeight);
+}).map(c => c.innerText)"""
+
+
+def wrapped_cells(table, cells: str = "td") -> list[str]:
+    """The texts of `table`'s cells (a locator of a table; `cells`: which) laid out on more than one line."""
+    return table.evaluate(_WRAPPED, cells)
+
+
 def overlapping_words(page, chart: str) -> list[tuple[str, str]]:
     """Pairs of a figure's words drawn over each other (a pixel of slack: glyph boxes touch). Two slanted tick
     labels are not compared: their boxes overlap where their letters do not."""

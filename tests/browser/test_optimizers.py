@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.browser.conftest import CHART, SHOTS, assert_no_exception, screenshot, wait_done
+from tests.browser.conftest import CHART, SHOTS, assert_no_exception, screenshot, wait_done, wrapped_cells
 from viz_core import i18n
 
 pytestmark = pytest.mark.browser
@@ -201,12 +201,6 @@ BROKEN_WORDS = """t => [...t.querySelectorAll('th, td')].flatMap(cell => {
   }
   return broken;
 })"""
-# The data cells whose text takes more than one line.
-WRAPPED_CELLS = """t => [...t.querySelectorAll('td')].filter(c => {
-  const r = document.createRange();
-  r.selectNodeContents(c);
-  return r.getBoundingClientRect().height > 1.5 * parseFloat(getComputedStyle(c).lineHeight);
-}).map(c => c.innerText)"""
 
 
 @pytest.mark.parametrize("lang", ["en", "zh"])
@@ -223,7 +217,7 @@ def test_results_tables_keep_words_whole_on_a_phone(open_page, lang):
         table = tables.nth(i)
         if lang == "en":  # (Chinese breaks a line between any two characters of a header, as it should)
             assert table.evaluate(BROKEN_WORDS) == []
-        assert table.evaluate(WRAPPED_CELLS) == []
+        assert wrapped_cells(table) == []
         assert table.locator("tbody td:first-child").all_inner_texts() == rows
         right = table.evaluate("t => [t.getBoundingClientRect().right, t.parentElement.getBoundingClientRect().right,"
                                " t.parentElement.scrollWidth - t.parentElement.clientWidth]")

@@ -16,7 +16,7 @@ import time
 import psutil
 
 from tests.browser.conftest import (SERVER, SHOTS, assert_no_exception, go_to, open_tab, pick, screenshot,
-                                    switch_language, tick, type_text, wait_done)
+                                    switch_language, tick, type_text, wait_done, wrapped_cells)
 from viz_core.i18n import t
 
 pytestmark = pytest.mark.browser
@@ -283,14 +283,6 @@ def test_a_students_own_input_is_answered_and_bad_input_is_explained(open_page):
     screenshot(page, "train-own-input-zh")
 
 
-# The number cells (every data cell but a row's name) whose text takes more than one line.
-_WRAPPED_NUMBERS = """t => [...t.querySelectorAll('td:not(:first-child)')].filter(c => {
-  const r = document.createRange();
-  r.selectNodeContents(c);
-  return r.getBoundingClientRect().height > 1.5 * parseFloat(getComputedStyle(c).lineHeight);
-}).map(c => c.innerText)"""
-
-
 @pytest.mark.parametrize("lang", ["en", "zh"])
 def test_accuracy_by_length_reads_on_a_phone(open_page, lang):
     """At 390 px the accuracy table's numbers ran down their cells ("1/0/0"): each stays whole on one line, and the
@@ -299,7 +291,7 @@ def test_accuracy_by_length_reads_on_a_phone(open_page, lang):
     table = page.locator(".st-key-whole_words_train_accuracy table")
     table.wait_for(timeout=60_000)
     assert table.locator("tbody td").count() >= 4
-    assert table.evaluate(_WRAPPED_NUMBERS) == []
+    assert wrapped_cells(table, "td:not(:first-child)") == []  # every number on one line
     right = table.evaluate("t => [t.getBoundingClientRect().right, t.parentElement.getBoundingClientRect().right,"
                            " t.parentElement.scrollWidth - t.parentElement.clientWidth]")
     assert right[0] <= right[1] + 0.5 and right[1] <= 390 and right[2] == 0, right
