@@ -13,8 +13,8 @@ import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
 from .common import (LINE_COLOURS, MASK_COLOUR, PROB_SCALE, PlayLabels, add_mask_overlay, animated, annotate_cells,
-                     fit_margins, fit_margins_legend_below, fit_panel_margins, head_trace, matrix_heatmap, plain, reserve_margins,
-                     tick_labels)
+                     fit_margins, fit_margins_legend_below, fit_panel_margins, head_trace, matrix_heatmap, plain,
+                     reserve_margins, tick_labels)
 from .decoder import short
 
 
