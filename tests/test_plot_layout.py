@@ -169,6 +169,24 @@ def test_a_legend_below_gets_the_rows_it_takes_on_a_phone():
     assert (long.layout.legend.yref, long.layout.legend.y, long.layout.legend.yanchor) == ("container", 0, "bottom")
 
 
+def test_a_legend_above_gets_a_top_margin_for_the_rows_it_takes_on_a_phone():
+    """fit_legend_above: the legend in a row over the plot, the top margin LEGEND_ABOVE_PX + LEGEND_ROW_PX per row it
+    takes in a phone's width (measured in Chromium: 41 px for one row, 60 px for two), never narrowed."""
+    from viz_core.plots.common import LEGEND_ABOVE_PX, LEGEND_ROW_PX, fit_legend_above
+    two = go.Figure([go.Scatter(x=[1, 2], y=[1, 2], name=n)
+                     for n in ("unpredictable tokens", "in-context (inside a repeat)")])
+    two.update_layout(margin=dict(t=10))
+    fit_legend_above(two)
+    assert two.layout.margin.t == LEGEND_ABOVE_PX + 2 * LEGEND_ROW_PX >= 60
+    assert (two.layout.legend.orientation, two.layout.legend.y, two.layout.legend.yanchor) == ("h", 1, "bottom")
+    one = go.Figure([go.Scatter(x=[1, 2], y=[1, 2], name=n) for n in ("a", "b")]).update_layout(margin=dict(t=10))
+    assert fit_legend_above(one).layout.margin.t == LEGEND_ABOVE_PX + LEGEND_ROW_PX >= 41
+    roomy = go.Figure([go.Scatter(x=[1, 2], y=[1, 2], name=n) for n in ("a", "b")]).update_layout(margin=dict(t=90))
+    assert fit_legend_above(roomy).layout.margin.t == 90
+    alone = go.Figure(go.Scatter(x=[1, 2], y=[1, 2], name="only")).update_layout(margin=dict(t=10))
+    assert fit_legend_above(alone).layout.margin.t == 10  # no legend drawn: no room asked
+
+
 def _generation(keys: list[str], n_rows: int = 16):
     k_steps = 3
     rows = [np.full((n_rows, len(keys) - k_steps + 1 + k), 0.1, dtype=np.float32) for k in range(k_steps)]

@@ -335,6 +335,26 @@ LEGEND_ROW_PX = 22    # the height of one row of a horizontal legend
 PHONE_LEGEND_PX = 260  # the width a legend has on a phone (390 px, less the page's and the figure's margins)
 
 
+LEGEND_ABOVE_PX = 20  # above a legend in a row over the plot: measured, one row needs 41 px, two rows 60
+
+
+def fit_legend_above(fig: go.Figure) -> go.Figure:
+    """A horizontal legend in a row right above the plot (left-aligned), with a top margin that holds as many rows
+    as the legend takes on a phone (legend_rows): t = LEGEND_ABOVE_PX + LEGEND_ROW_PX x rows, or the figure's own
+    if larger. Returns fig (changed in place).
+
+    A legend above the plot pushes the top margin by its height after the first draw, and plotly then draws the whole
+    figure again; on the Language model page a 40 px margin was pushed to 41 px at 1400 px and to 60 px where the
+    legend wraps. For a figure without a title (a title would need its own room above the legend)."""
+    fig.update_layout(legend=dict(orientation="h", yanchor="bottom", y=1.0, xanchor="left", x=0))
+    rows = legend_rows(fig)
+    need = LEGEND_ABOVE_PX + LEGEND_ROW_PX * rows
+    top = fig.layout.margin.t
+    if rows and (PLOTLY_MARGIN["t"] if top is None else top) < need:
+        fig.update_layout(margin_t=need)
+    return fig
+
+
 def fit_margins_legend_below(fig: go.Figure) -> go.Figure:
     """fit_margins, with the legend at the figure's bottom edge, under the x axis's tick labels and title.
 
