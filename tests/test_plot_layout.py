@@ -152,39 +152,66 @@ def test_widened_raises_only_the_sides_that_are_too_small():
     assert out == dict(l=int(np.ceil(need["l"])), r=120, t=50, b=200)
 
 
-def test_a_legend_below_gets_the_rows_it_takes_on_a_phone():
+def test_legend_rows_follow_plotlys_rule():
+    """One row where every entry fits the plot's width; past that, every entry takes the widest one's width (plotly's
+    rule: 4 names of 100-163 px took 4 rows of a 242 px plot on a phone, where packing them would make 3)."""
+    from viz_core.plots.common import PHONE_FIGURE_PX, legend_rows
+
+    def legend(*names, **layout):
+        return go.Figure([go.Scatter(x=[1, 2], y=[1, 2], name=n) for n in names]).update_layout(**layout)
+
+    # 40 px symbol and gap + 8 px a letter + 5 px between: 69, 109, 101, 101, 77
+    racers = legend("SGD", "Momentum", "AdaGrad", "RMSProp", "Adam")
+    assert legend_rows(racers, width=460) == 1                # 452 px in all
+    assert legend_rows(racers, width=440) == 2                # 109 px each: 4 a row
+    assert legend_rows(racers, width=260) == 3                # 2 a row
+    assert legend_rows(racers, width=200) == 5                # 1 a row
+    scaling = legend("measured Var(q·k)", "measured Var(q·k/√d_k)", "theory: d_k", "theory: 1",
+                     margin=dict(l=97, r=27))
+    assert legend_rows(scaling) == legend_rows(scaling, width=PHONE_FIGURE_PX - 97 - 27) == 4
+    wide = legend("第 0 维（正弦，第 0 对，λ ≈ 6.283）", "第 64 维（正弦，第 32 对，λ ≈ 628.3）", margin=dict(l=91, r=17))
+    assert legend_rows(wide) == 2
+    assert legend_rows(legend("only")) == 0 and legend_rows(legend("a", "b", showlegend=False)) == 0
+
+
+def test_a_legend_below_gets_the_room_it_takes_on_a_phone():
     """fit_margins_legend_below: the legend at the bottom edge (in pixels), the figure and its bottom margin grown by
-    the rows its names take in a phone's width; none for a figure whose legend plotly does not draw."""
-    from viz_core.plots.common import LEGEND_ROW_PX, fit_margins_legend_below, legend_rows
-    short = go.Figure([go.Scatter(x=[1, 2], y=[1, 2], name=n) for n in ("a", "b")])
-    # 50 px a symbol, 8 px a letter, in rows of 260 px: SGD + Momentum | AdaGrad + RMSProp | Adam
+    a row's height for each row its names take in a phone's width, and plotly's gap between rows where the legend is
+    grouped; none for a figure whose legend plotly does not draw."""
+    from viz_core.plots.common import LEGEND_GROUP_GAP_PX, LEGEND_ROW_PX, fit_margins_legend_below, legend_rows
     long = go.Figure([go.Scatter(x=[1, 2], y=[1, 2], name=n)
                       for n in ("SGD", "Momentum", "AdaGrad", "RMSProp", "Adam")])
-    alone = go.Figure(go.Scatter(x=[1, 2], y=[1, 2], name="only"))
-    assert (legend_rows(short), legend_rows(long), legend_rows(alone)) == (1, 3, 0)
     long.update_layout(height=300, margin=dict(l=10, r=10, t=50, b=10))
     fit_margins_legend_below(long)
-    assert long.layout.height == 300 + 3 * LEGEND_ROW_PX
-    assert long.layout.margin.b >= 10 + 3 * LEGEND_ROW_PX
+    rows = legend_rows(long)
+    assert rows >= 2
+    assert long.layout.height == 300 + rows * LEGEND_ROW_PX
+    assert long.layout.margin.b >= 10 + rows * LEGEND_ROW_PX
     assert (long.layout.legend.yref, long.layout.legend.y, long.layout.legend.yanchor) == ("container", 0, "bottom")
+    grouped = go.Figure([go.Scatter(x=[1, 2], y=[1, 2], name=n, legendgroup=n)
+                         for n in ("SGD", "Momentum", "AdaGrad", "RMSProp", "Adam")])
+    grouped.update_layout(height=300, margin=dict(l=10, r=10, t=50, b=10))
+    fit_margins_legend_below(grouped)
+    assert grouped.layout.height == 300 + rows * LEGEND_ROW_PX + (rows - 1) * LEGEND_GROUP_GAP_PX
+    alone = go.Figure(go.Scatter(x=[1, 2], y=[1, 2], name="only")).update_layout(height=300, margin=dict(b=10))
+    assert fit_margins_legend_below(alone).layout.height == 300
 
 
 def test_a_legend_above_gets_a_top_margin_for_the_rows_it_takes_on_a_phone():
-    """fit_legend_above: the legend in a row over the plot, the top margin LEGEND_ABOVE_PX + LEGEND_ROW_PX per row it
-    takes in a phone's width (measured in Chromium: 41 px for one row, 60 px for two), never narrowed."""
-    from viz_core.plots.common import LEGEND_ABOVE_PX, LEGEND_ROW_PX, fit_legend_above
-    two = go.Figure([go.Scatter(x=[1, 2], y=[1, 2], name=n)
-                     for n in ("unpredictable tokens", "in-context (inside a repeat)")])
-    two.update_layout(margin=dict(t=10))
-    fit_legend_above(two)
+    """fit_margins_legend_above: the legend in a row over the plot, the top margin LEGEND_ABOVE_PX + LEGEND_ROW_PX a
+    row it takes in a phone's width (measured in Chromium: 41 px for one row, 60 px for two), never narrowed."""
+    from viz_core.plots.common import LEGEND_ABOVE_PX, LEGEND_ROW_PX, fit_margins_legend_above
+
+    def legend(*names, top):
+        return go.Figure([go.Scatter(x=[1, 2], y=[1, 2], name=n) for n in names]).update_layout(margin=dict(t=top))
+
+    two = fit_margins_legend_above(legend("unpredictable tokens", "in-context (inside a repeat)", top=10))
     assert two.layout.margin.t == LEGEND_ABOVE_PX + 2 * LEGEND_ROW_PX >= 60
     assert (two.layout.legend.orientation, two.layout.legend.y, two.layout.legend.yanchor) == ("h", 1, "bottom")
-    one = go.Figure([go.Scatter(x=[1, 2], y=[1, 2], name=n) for n in ("a", "b")]).update_layout(margin=dict(t=10))
-    assert fit_legend_above(one).layout.margin.t == LEGEND_ABOVE_PX + LEGEND_ROW_PX >= 41
-    roomy = go.Figure([go.Scatter(x=[1, 2], y=[1, 2], name=n) for n in ("a", "b")]).update_layout(margin=dict(t=90))
-    assert fit_legend_above(roomy).layout.margin.t == 90
-    alone = go.Figure(go.Scatter(x=[1, 2], y=[1, 2], name="only")).update_layout(margin=dict(t=10))
-    assert fit_legend_above(alone).layout.margin.t == 10  # no legend drawn: no room asked
+    assert two.layout.margin.l > 10  # fit_margins ran: the y labels have their room
+    assert fit_margins_legend_above(legend("a", "b", top=10)).layout.margin.t == LEGEND_ABOVE_PX + LEGEND_ROW_PX >= 41
+    assert fit_margins_legend_above(legend("a", "b", top=90)).layout.margin.t == 90
+    assert fit_margins_legend_above(legend("only", top=10)).layout.margin.t == 10  # no legend drawn: no room asked
 
 
 def _generation(keys: list[str], n_rows: int = 16):

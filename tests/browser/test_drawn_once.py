@@ -24,17 +24,25 @@ _PUSHED = """() => [...document.querySelectorAll("[data-testid='stMain'] .js-plo
 })"""
 
 
-# pages checked at more widths: where a legend wraps into more rows (the Language model's two panels side by side at
-# 1280 px, stacked on a phone), the margin above it holds them all
-WIDTHS = {address: (1400,) for address in PAGES} | {"/language_model?lang=en": (1400, 1280, 390),
-                                                    "/language_model?lang=zh": (390,)}
+# every page on a phone too, where legends wrap into rows (viz_core.plots.common.legend_rows: plotly's own rule) and
+# the margin beside them holds them all; and the Language model at 1280 px, where its two panels side by side wrap
+# their legends above the plot. On a phone the first chart of Optimizers is left out: its legend of racers above the
+# plot takes three rows there, and the figure keeps the room of the one row it takes elsewhere (reserving three rows
+# would leave a band of 74 px empty above every race on a wider screen), so plotly widens that margin on a phone.
+PHONE = 390
+WIDTHS = {address: (1400, PHONE) for address in PAGES} | {"/language_model?lang=en": (1400, 1280, PHONE),
+                                                           "/language_model?lang=zh": (PHONE,),
+                                                           "/scaling?lang=zh": (PHONE,), "/positions?lang=en": (PHONE,)}
+SKIPPED_ON_A_PHONE = {"/optimizers?lang=en": 1}  # charts from the top not checked at PHONE
 
 
 @pytest.mark.parametrize("address, width", [(a, w) for a, ws in WIDTHS.items() for w in ws])
 def test_no_margin_is_pushed_after_the_first_draw(open_page, address, width):
-    n, checked = PAGES.get(address) or PAGES[address.replace("lang=zh", "lang=en")]
+    other = address.replace("lang=zh", "lang=ZH").replace("lang=en", "lang=zh").replace("lang=ZH", "lang=en")
+    n, checked = PAGES.get(address) or PAGES[other]  # the same page in the other language
+    skipped = SKIPPED_ON_A_PHONE.get(address, 0) if width == PHONE else 0
     page = open_page(address, width=width)
     assert_no_exception(page)
     assert charts_drawn(page, n) >= n
     pushed = page.evaluate(_PUSHED)
-    assert len(pushed) >= n and not any(pushed[:checked]), pushed
+    assert len(pushed) >= n and not any(pushed[skipped:checked]), pushed

@@ -331,27 +331,34 @@ def fit_panel_margins(fig: go.Figure) -> dict[str, float]:
     return need
 
 
-LEGEND_ROW_PX = 22    # the height of one row of a horizontal legend
-PHONE_LEGEND_PX = 260  # the width a legend has on a phone (390 px, less the page's and the figure's margins)
-
-
+LEGEND_ROW_PX = 22    # the height of one row of a horizontal legend (plotly's is 19 px with its 12 px font)
+LEGEND_GROUP_GAP_PX = 10  # plotly's tracegroupgap: between the rows of a legend whose traces name a legendgroup
+PHONE_FIGURE_PX = 366  # a chart's width on a 390 px phone (the page's side padding taken off)
 LEGEND_ABOVE_PX = 20  # above a legend in a row over the plot: measured, one row needs 41 px, two rows 60
 
 
-def fit_legend_above(fig: go.Figure) -> go.Figure:
-    """A horizontal legend in a row right above the plot (left-aligned), with a top margin that holds as many rows
-    as the legend takes on a phone (legend_rows): t = LEGEND_ABOVE_PX + LEGEND_ROW_PX x rows, or the figure's own
-    if larger. Returns fig (changed in place).
+def legend_px(fig: go.Figure) -> int:
+    """The room (px) a horizontal legend takes on a phone: LEGEND_ROW_PX a row of legend_rows, and plotly's gap
+    between rows where the traces name legend groups (plotly then orders the legend by group). 0 without a legend."""
+    rows = legend_rows(fig)
+    grouped = any(getattr(d, "legendgroup", None) for d in fig.data) and fig.layout.legend.traceorder is None
+    return LEGEND_ROW_PX * rows + (LEGEND_GROUP_GAP_PX * (rows - 1) if grouped and rows else 0)
+
+
+def fit_margins_legend_above(fig: go.Figure) -> go.Figure:
+    """fit_margins, with a horizontal legend in a row right above the plot (left-aligned) and a top margin that holds
+    as many rows as the legend takes on a phone: t = LEGEND_ABOVE_PX + legend_px, or the figure's own if larger.
+    Returns fig (changed in place).
 
     A legend above the plot pushes the top margin by its height after the first draw, and plotly then draws the whole
     figure again; on the Language model page a 40 px margin was pushed to 41 px at 1400 px and to 60 px where the
     legend wraps. For a figure without a title (a title would need its own room above the legend)."""
     fig.update_layout(legend=dict(orientation="h", yanchor="bottom", y=1.0, xanchor="left", x=0))
-    rows = legend_rows(fig)
-    need = LEGEND_ABOVE_PX + LEGEND_ROW_PX * rows
+    fit_margins(fig)
+    room = legend_px(fig)
     top = fig.layout.margin.t
-    if rows and (PLOTLY_MARGIN["t"] if top is None else top) < need:
-        fig.update_layout(margin_t=need)
+    if room and (PLOTLY_MARGIN["t"] if top is None else top) < LEGEND_ABOVE_PX + room:
+        fig.update_layout(margin_t=LEGEND_ABOVE_PX + room)
     return fig
 
 
@@ -359,35 +366,39 @@ def fit_margins_legend_below(fig: go.Figure) -> go.Figure:
     """fit_margins, with the legend at the figure's bottom edge, under the x axis's tick labels and title.
 
     Placed in pixels from the edge: at a fraction of the plot's height below it, or in a row above the plot, a legend
-    that wraps into rows on a phone ran into the axis title or the figure's title. The figure grows by the rows the
-    legend takes on a phone's width (legend_rows), added to the margin fit_margins finds for the labels."""
+    that wraps into rows on a phone ran into the axis title or the figure's title. The figure grows by the room the
+    legend takes on a phone's width (legend_px), added to the margin fit_margins finds for the labels."""
     fig.update_layout(legend=dict(orientation="h", yref="container", yanchor="bottom", y=0, xanchor="left", x=0))
     fit_margins(fig)
-    rows = legend_rows(fig)
-    if rows:
+    room = legend_px(fig)
+    if room:
         lay = fig.layout
-        fig.update_layout(height=(lay.height or 450) + LEGEND_ROW_PX * rows,
-                          margin_b=(PLOTLY_MARGIN["b"] if lay.margin.b is None else lay.margin.b)
-                          + LEGEND_ROW_PX * rows)
+        fig.update_layout(height=(lay.height or 450) + room,
+                          margin_b=(PLOTLY_MARGIN["b"] if lay.margin.b is None else lay.margin.b) + room)
     return fig
 
 
-def legend_rows(fig: go.Figure, width: int = PHONE_LEGEND_PX) -> int:
-    """The rows a horizontal legend takes in `width` px: its entries (the traces shown in it, if two or more or the
-    layout asks) packed in order, each its symbol and gap (50 px) and its name (12 px font: a wide character 13 px,
-    any other 8 px, generously). 0 where plotly draws no legend."""
+def legend_rows(fig: go.Figure, width: float | None = None) -> int:
+    """The rows plotly draws a horizontal legend in, in a plot `width` px wide (by default the plot's width on a
+    phone: PHONE_FIGURE_PX less the figure's left and right margins). 0 where plotly draws no legend.
+
+    Plotly's rule: the entries stand in one row if they fit; otherwise every entry takes the widest one's width, and
+    a row holds as many as fit (a legend of 4 names of 100-163 px took 4 rows in a 242 px plot, not 3). An entry is
+    its symbol and gap (40 px), its name (12 px font: a wide character 13 px, any other 8 px, generously) and 5 px to
+    the next."""
     if fig.layout.showlegend is False:
         return 0
     names = [str(d.name) for d in fig.data if d.showlegend is not False and d.name]
     if len(names) < 2 and not fig.layout.showlegend:
         return 0
-    rows, used = 0, width
-    for name in names:
-        need = 50 + sum(13 if unicodedata.east_asian_width(c) in "WF" else 8 for c in name)
-        if used + need > width:
-            rows, used = rows + 1, 0
-        used += need
-    return rows
+    if width is None:
+        sides = [getattr(fig.layout.margin, k) for k in ("l", "r")]
+        width = PHONE_FIGURE_PX - sum(PLOTLY_MARGIN[k] if v is None else v for k, v in zip(("l", "r"), sides))
+    widths = [40 + sum(13 if unicodedata.east_asian_width(c) in "WF" else 8 for c in name) + 5 for name in names]
+    if sum(widths) - 5 < width:
+        return 1
+    per_row = max(1, int(width // max(widths)))
+    return -(-len(names) // per_row)
 
 
 def _legend_outside(fig: go.Figure) -> bool:

@@ -13,7 +13,7 @@ import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
 from .common import (LINE_COLOURS, MASK_COLOUR, PROB_SCALE, PlayLabels, add_mask_overlay, animated, annotate_cells,
-                     fit_legend_above, fit_margins, fit_margins_legend_below, fit_panel_margins, head_trace,
+                     fit_margins, fit_margins_legend_above, fit_margins_legend_below, fit_panel_margins, head_trace,
                      matrix_heatmap, plain, reserve_margins, tick_labels)
 from .decoder import short
 
@@ -45,7 +45,7 @@ def phase_panels(history: Sequence[dict], *, x_title: str, loss_title: str, firs
         fig.update_yaxes(title_text=title, rangemode="tozero", range=y_range)
         # the legend in a row above the plot (below the axis title it pushed the bottom margin after the first draw)
         fig.update_layout(height=height, margin=dict(l=10, r=10, t=10, b=10))
-        panels.append(fit_margins(fit_legend_above(fig)))
+        panels.append(fit_margins_legend_above(fig))
     return panels[0], panels[1]
 
 

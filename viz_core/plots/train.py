@@ -11,7 +11,7 @@ import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
 from .common import (HATCH_FILL, LEGEND_ROW_PX, LINE_COLOURS, MASK_COLOUR, PROB_SCALE, PlayLabels, animated,
-                     fit_margins, fit_panel_margins, head_trace, legend_rows, matrix_heatmap, plain, tick_labels)
+                     fit_margins, fit_panel_margins, head_trace, legend_px, matrix_heatmap, plain, tick_labels)
 
 
 def _column(history: Sequence[dict], key: str) -> list:
@@ -55,7 +55,7 @@ def training_curves(runs: Sequence[tuple[str, Sequence[dict]]], *, x_key: str = 
     # the margins hold the outer labels and the rows the legend takes on a phone, so plotly draws the figure once
     fig.update_layout(margin=dict(l=10, r=10, t=100 if multi else 40, b=10),
                       legend=dict(orientation="h", yref="container", yanchor="bottom", y=0.0, x=0))
-    below = int(np.ceil(fit_panel_margins(fig)["b"])) + LEGEND_ROW_PX * max(1, legend_rows(fig))
+    below = int(np.ceil(fit_panel_margins(fig)["b"])) + max(LEGEND_ROW_PX, legend_px(fig))
     fig.update_layout(height=height + (60 if multi else 0) + below, margin_b=below)
     return fig
 
