@@ -169,7 +169,8 @@ def test_legend_rows_follow_plotlys_rule():
     scaling = legend("measured Var(q·k)", "measured Var(q·k/√d_k)", "theory: d_k", "theory: 1",
                      margin=dict(l=97, r=27))
     assert legend_rows(scaling) == legend_rows(scaling, width=PHONE_FIGURE_PX - 97 - 27) == 4
-    wide = legend("第 0 维（正弦，第 0 对，λ ≈ 6.283）", "第 64 维（正弦，第 32 对，λ ≈ 628.3）", margin=dict(l=91, r=17))
+    wide = legend("第 0 维（正弦，第 0 对，λ ≈ 6.283）", "第 64 维（正弦，第 32 对，λ ≈ 628.3）",
+                  margin=dict(l=91, r=17))
     assert legend_rows(wide) == 2
     assert legend_rows(legend("only")) == 0 and legend_rows(legend("a", "b", showlegend=False)) == 0
 
