@@ -64,20 +64,25 @@ def _norm_grids(res: dict, p: dict) -> None:
 
 
 def _norm_checks(res: dict, p: dict) -> None:
+    """The four checks (ours against torch, the notes' variant, and what pads and batch mates do to BatchNorm), each
+    with what it measures, then what the settings show: one list in one element. On a phone what a number means is
+    in view, not behind a help icon, and the browser draws one element where four metrics and their help took it
+    longer on every visit."""
     c = res["checks"]
-    m1, m2, m3, m4 = st.columns(4)
-    m1.metric(t("anatomy.m_torch"), _fmt(c["torch_max_diff"]), help=t("anatomy.m_torch_help"))
-    m2.metric(t("anatomy.m_std"), _fmt(c["std_max_diff"]), help=t("anatomy.m_std_help"))
-    m3.metric(t("anatomy.m_pad"), _fmt(c["bn_pad_shift"]), help=t("anatomy.m_pad_help"))
-    m4.metric(t("anatomy.m_batch"), _fmt(c["bn_batch_shift"]), help=t("anatomy.m_batch_help"))
-    st.markdown(t("anatomy.std_explain", ratio=f"{c['std_ratio']:.4f}", pct=f"{100 * (1 - c['std_ratio']):.1f}",
-                  d=p["d_model"]))
+    checks = [(t(f"anatomy.m_{k}"), _fmt(c[key]), t(f"anatomy.m_{k}_help"))
+              for k, key in (("torch", "torch_max_diff"), ("std", "std_max_diff"), ("pad", "bn_pad_shift"),
+                             ("batch", "bn_batch_shift"))]
+    parts = ["\n".join(t("anatomy.check_line", label=label, value=value, meaning=meaning)
+                       for label, value, meaning in checks),
+             t("anatomy.std_explain", ratio=f"{c['std_ratio']:.4f}", pct=f"{100 * (1 - c['std_ratio']):.1f}",
+               d=p["d_model"])]
+    if p["n_pad"]:
+        parts.append(t("anatomy.pad_explain", shift=_fmt(c["bn_pad_shift"])))
+    st.markdown("\n\n".join(parts))
     if c["single_token"]:
         st.warning(t("anatomy.single_token"))
     elif p["batch"] == 1:
         st.info(t("anatomy.batch_one"))
-    if p["n_pad"]:
-        st.markdown(t("anatomy.pad_explain", shift=_fmt(c["bn_pad_shift"])))
 
 
 def _norm_stats(res: dict) -> None:

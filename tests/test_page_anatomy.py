@@ -1,5 +1,7 @@
 """AppTest for the Anatomy page: every section in English and Chinese, widgets driven, real content checked, and bad
 input shown as an error element instead of an exception."""
+import re
+
 from tests.conftest import assert_clean, charts, figure_text, figures, run_page, widget
 
 
@@ -14,6 +16,13 @@ def _metric(at, label: str) -> str:
     return next(m.value for m in at.metric if m.label == label)
 
 
+def _check(at, label: str) -> float:
+    """A number of the norms' list of checks: the line "- **label** = `value`. meaning"."""
+    found = re.search(r"^- \*\*" + re.escape(label) + r"\*\* = `([^`]+)`", _text(at), re.M)
+    assert found, f"no check named {label!r}"
+    return float(found[1])
+
+
 def test_norms_en_matches_torch_and_reports_std_gap():
     at = run_page("anatomy", {"lang": "en"})
     assert_clean(at)
@@ -22,13 +31,15 @@ def test_norms_en_matches_torch_and_reports_std_gap():
     assert [e.label for e in at.expander] == [
         "Mean and spread of every token and every feature, before and after each norm",
         "The notes' LayerNorm: unbiased std, ε added to the std"]
-    assert float(_metric(at, "ours vs nn.LayerNorm")) < 1e-10
-    assert float(_metric(at, "BatchNorm shift from pads")) > 0
+    assert _check(at, "ours vs nn.LayerNorm") < 1e-10
+    assert _check(at, "BatchNorm shift from pads") > 0
+    assert _check(at, "BatchNorm: effect of batch mates") > 0  # three sentences: each moves the others
+    assert "Largest absolute difference between our LayerNorm and torch.nn.LayerNorm" in _text(at)
     at.slider(key="anatomy.nd").set_value(4).run()
     at.slider(key="anatomy.pads").set_value(0).run()
     assert_clean(at)
     assert "0.8660" in _text(at) and "13.4% smaller" in _text(at)  # sqrt(3/4) at D = 4
-    assert float(_metric(at, "BatchNorm shift from pads")) == 0
+    assert _check(at, "BatchNorm shift from pads") == 0
     at.slider(key="anatomy.nb").set_value(1).run()
     at.slider(key="anatomy.nn").set_value(1).run()
     assert_clean(at)
@@ -40,6 +51,7 @@ def test_norms_parts_that_open_hold_in_the_address():
     assert_clean(at)
     assert len(figures(at)) == 6  # + the statistics panels, + the ε curve
     assert "笔记变体" in figure_text(at)  # the ε curve of the notes' variant
+    assert _check(at, "我们的实现 vs nn.LayerNorm") < 1e-10
     assert at.query_params["nstats"] in ("1", ["1"]) and at.query_params["nstd"] in ("1", ["1"])
 
 
