@@ -38,8 +38,8 @@ SKIPPED_ON_A_PHONE = {"/optimizers?lang=en": 1}  # charts from the top not check
 
 @pytest.mark.parametrize("address, width", [(a, w) for a, ws in WIDTHS.items() for w in ws])
 def test_no_margin_is_pushed_after_the_first_draw(open_page, address, width):
-    other = address.replace("lang=zh", "lang=ZH").replace("lang=en", "lang=zh").replace("lang=ZH", "lang=en")
-    n, checked = PAGES.get(address) or PAGES[other]  # the same page in the other language
+    path = address.split("?")[0]  # PAGES names each page once, in one language
+    n, checked = next(charts for named, charts in PAGES.items() if named.split("?")[0] == path)
     skipped = SKIPPED_ON_A_PHONE.get(address, 0) if width == PHONE else 0
     page = open_page(address, width=width)
     assert_no_exception(page)
