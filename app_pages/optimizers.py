@@ -194,12 +194,10 @@ RESULTS_KEY = "whole_words_optimizers"
 
 def downloads(result: opt.RaceResult) -> None:
     """The race's files, written when their button is clicked, not on every run (no run pays for a file nobody
-    asked for)."""
-    c1, c2 = st.columns(2)
-    with c1:
+    asked for). Both buttons in one row that wraps on a narrow screen (one container, not a column each)."""
+    with st.container(horizontal=True):
         ui.download(ui.t("optimizers.download_npz"), lambda: export.npz_bytes(**cached.race_arrays(result)),
                     "optimizer_race.npz", "application/octet-stream", key="optimizers.dl_npz")
-    with c2:
         ui.download(ui.t("optimizers.download_csv"), lambda: cached.race_csv(result), "optimizer_race.csv",
                     "text/csv", key="optimizers.dl_csv")
 
@@ -212,16 +210,11 @@ def race_tab(cfg: opt.RaceConfig, result: opt.RaceResult, surface, labels) -> No
     fig = cached.race_figure(cfg, names(), labels)
     ui.plot(fig, key=CHART_KEY, on_select="rerun", selection_mode="points")
     st.caption(ui.t("optimizers.click_caption"))
-    nm = names()
-    c1, c2 = st.columns(2)
-    with c1:
-        ui.plot(figures.loss_figure(result.trajectories, nm, surface.f_min, labels), key="optimizers.loss_chart")
-    with c2:
-        dist = {tr.name: surface.distance(tr.path) for tr in result.trajectories}
-        ui.plot(figures.distance_figure(result.trajectories, nm, dist, labels), key="optimizers.dist_chart")
+    dist = {tr.name: surface.distance(tr.path) for tr in result.trajectories}
+    ui.plot(figures.curves_figure(result.trajectories, names(), surface.f_min, dist, labels),
+            key="optimizers.curves_chart")
     with st.container(key=RESULTS_KEY):
-        for table in results_tables(rows, bool(result.tuned)):
-            ui.table(table)  # markdown: st.table would decode an Arrow table on every switch
+        ui.tables(results_tables(rows, bool(result.tuned)))  # markdown: st.table decodes an Arrow table every switch
     downloads(result)
 
 

@@ -54,8 +54,8 @@ def charts(at) -> list:
 
 
 def md_tables(at) -> list:
-    """The markdown tables of the page (ui.table) as DataFrames of strings, in page order: each cell unescaped (ui.table
-    escapes every cell with plain_md)."""
+    """The markdown tables of the page (ui.table, ui.tables) as DataFrames of strings, in page order: each cell
+    unescaped (ui.table escapes every cell with plain_md)."""
     import re
 
     import pandas as pd
@@ -76,11 +76,13 @@ def md_tables(at) -> list:
 
     out = []
     for md in at.markdown:
-        lines = str(md.value).split("\n")
-        if lines[0].startswith("**") and len(lines) > 2 and not lines[1]:
-            lines = lines[2:]  # a table's title (ui.table(..., title=))
-        if len(lines) >= 2 and lines[0].startswith("| ") and set(lines[1].replace(" ", "")) <= {"|", "-"}:
-            out.append(pd.DataFrame([cells(x) for x in lines[2:]], columns=cells(lines[0])))
+        first, *more = str(md.value).split("\n\n| ")  # ui.tables: several tables in one element, a blank line apart
+        for part in [first, *("| " + m for m in more)]:
+            lines = part.split("\n")
+            if lines[0].startswith("**") and len(lines) > 2 and not lines[1]:
+                lines = lines[2:]  # a table's title (ui.table(..., title=))
+            if len(lines) >= 2 and lines[0].startswith("| ") and set(lines[1].replace(" ", "")) <= {"|", "-"}:
+                out.append(pd.DataFrame([cells(x) for x in lines[2:]], columns=cells(lines[0])))
     return out
 
 

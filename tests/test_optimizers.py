@@ -401,10 +401,36 @@ def test_banded_image_orientation():
 def test_curve_figures_drop_overflow():
     result = _race("rosenbrock", lr=0.5, steps=100)
     names = {n: n for n in opt.CLASSIC}
-    fig = plots.loss_figure(result.trajectories, names, 0.0, _labels())
-    for trace in fig.data:
+    surface = surfaces.get_surface("rosenbrock")
+    dist = {tr.name: surface.distance(tr.path) for tr in result.trajectories}
+    fig = plots.curves_figure(result.trajectories, names, 0.0, dist, _labels())
+    loss = [tr for tr in fig.data if tr.yaxis == "y"]
+    for trace in loss:
         assert np.isfinite(np.asarray(trace.y, dtype=float)).all()
-    assert any(tr.marker.symbol == "x" for tr in fig.data if tr.mode == "markers"), "no divergence mark"
+    diverged = [tr for tr in result.trajectories if tr.diverged_at is not None]
+    assert diverged, "the race must have a racer that diverged"
+    for panel in ("y", "y2"):  # a crossed mark in both panels, at the last finite value
+        marks = [tr for tr in fig.data if tr.yaxis == panel and tr.mode == "markers"]
+        assert len(marks) == len(diverged) and all(m.marker.symbol == "x" for m in marks)
+
+
+def test_curves_figure_two_panels_one_legend():
+    """Loss gap on top, distance below, over the same steps, each racer one legend entry for both panels."""
+    result = _race("bowl", steps=50)
+    names = {n: n.upper() for n in opt.CLASSIC}
+    surface = surfaces.get_surface("bowl")
+    dist = {tr.name: surface.distance(tr.path) for tr in result.trajectories}
+    fig = plots.curves_figure(result.trajectories, names, surface.f_min, dist, _labels())
+    lines = [tr for tr in fig.data if tr.mode == "lines"]
+    assert [tr.name for tr in lines if tr.showlegend is not False] == [names[n] for n in opt.CLASSIC]
+    for tr_, top, bottom in zip(result.trajectories, lines[0::2], lines[1::2]):
+        assert (top.yaxis, bottom.yaxis) == ("y", "y2") and top.legendgroup == bottom.legendgroup == tr_.name
+        np.testing.assert_allclose(top.y, np.maximum(tr_.loss - surface.f_min, plots.LOG_FLOOR))
+        np.testing.assert_allclose(bottom.y, np.maximum(dist[tr_.name], plots.LOG_FLOOR))
+        assert list(top.x) == list(bottom.x) == list(range(tr_.n_steps + 1))
+    assert fig.layout.xaxis2.matches == "x" or fig.layout.xaxis.matches == "x2"  # shared steps
+    assert fig.layout.yaxis.type == fig.layout.yaxis2.type == "log"
+    assert [a.text for a in fig.layout.annotations] == ["LOSS_TITLE", "DIST_TITLE"]
     state = plots.state_figure(result.trajectories[-1], {k: k for k in (
         "grad", "velocity", "sum_sq", "square_avg", "m", "m_hat", "v", "v_hat", "eff_lr")}, _labels())
     assert len(state.data) == 2 * (1 + 4 + 1)                                  # g, m, m_hat, v, v_hat, eff lr

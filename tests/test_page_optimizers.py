@@ -20,7 +20,7 @@ def test_english_race_inside_and_schedules():
     assert_clean(at)
     assert at.title[0].value == "Optimizers"
     assert [t.label for t in at.tabs] == ["Race", "Inside the optimizers", "Learning-rate schedules"]
-    assert len(charts(at)) == 3          # only the open tab is drawn: race, loss, distance
+    assert len(charts(at)) == 2          # only the open tab is drawn: the race, the loss and distance curves
     spec = _race_spec(at)
     assert len(spec["frames"]) > 10 and spec["layout"]["sliders"][0]["steps"][-1]["label"] == "300"
     names = {tr.get("name") for tr in spec["data"]}

@@ -1,4 +1,4 @@
-"""Markdown the pages write: typed text shown as typed (plain_md, code_md), small static tables (table), display
+"""Markdown the pages write: typed text shown as typed (plain_md, code_md), small static tables (table, tables), display
 formulas (latex) and our own texts with glossary marks turned into links (glossed).
 
 Typed text never reaches HTML: latex is the app's one markdown with unsafe_allow_html, and only formulas written in
@@ -50,6 +50,17 @@ def table(frame, title: str | None = None) -> None:
     and header is escaped (plain_md): nothing in one is read as markup, and a '|' stays in its cell; a cell that is an
     Md is written as it is (row dicts only: a DataFrame may store it as a plain string). A title (plain text) goes in
     bold above it, in the same element. Read back in tests with tests/conftest.md_tables."""
+    st.markdown(table_md(frame, title))
+
+
+def tables(frames) -> None:
+    """Several small tables (as table() writes each) one under the other, in one element: each element costs the
+    browser time on every page switch."""
+    st.markdown("\n\n".join(table_md(frame) for frame in frames))
+
+
+def table_md(frame, title: str | None = None) -> str:
+    """The markdown of table(frame, title)."""
     if isinstance(frame, list):
         columns, rows = list(frame[0]), [list(r.values()) for r in frame]
     else:
@@ -61,7 +72,7 @@ def table(frame, title: str | None = None) -> None:
     def row(cells) -> str:
         return "| " + " | ".join(cell(c) for c in cells) + " |"
     head = [f"**{plain_md(title)}**", ""] if title else []
-    st.markdown("\n".join([*head, row(columns), "|" + " --- |" * len(columns), *(row(r) for r in rows)]))
+    return "\n".join([*head, row(columns), "|" + " --- |" * len(columns), *(row(r) for r in rows)])
 
 
 def latex(formula: str) -> None:

@@ -69,6 +69,6 @@ def race_csv(result: opt.RaceResult) -> str:
         for tr in result.trajectories for c, v in (("x", tr.path[:, 0]), ("y", tr.path[:, 1]), ("loss", tr.loss))}})
 
 
-# The other figures, cached by their inputs (see SharedFigures): figures.loss_figure(...) as in
+# The other figures, cached by their inputs (see SharedFigures): figures.curves_figure(...) as in
 # viz_core.plots.optimizers
 figures = SharedFigures(plots)

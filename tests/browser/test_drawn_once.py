@@ -13,7 +13,7 @@ pytestmark = pytest.mark.browser
 # the figure sets, above the plot or under the axis title, and the figures of panels side by side, Train's curves and
 # the Language model's two played maps, through viz_core.plots.common.fit_panel_margins)
 PAGES = {"/scaling?lang=en": (3, 3), "/mechanics?lang=en": (7, 7), "/anatomy?lang=zh": (4, 4),
-         "/optimizers?lang=en": (3, 3), "/?lang=en": (1, 1), "/positions?lang=zh": (3, 3),
+         "/optimizers?lang=en": (2, 2), "/?lang=en": (1, 1), "/positions?lang=zh": (3, 3),
          "/language_model?lang=en": (3, 3), "/train?lang=zh": (1, 1)}
 
 _PUSHED = """() => [...document.querySelectorAll("[data-testid='stMain'] .js-plotly-plot")].map(gd => {

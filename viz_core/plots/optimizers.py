@@ -23,6 +23,7 @@ TRAIL_POINTS = 400     # the race's own trails (its last frame) draw at most thi
 FRAME_TRAIL_POINTS = 80  # the frames before the last, played in passing, at most this many (the full path stays faint)
 SURFACE_SCALE = "Viridis"   # colours of the loss surface (dark = low loss)
 N_BANDS = 24                # the surface picture is cut into this many colour bands (a filled-contour look)
+CURVES_HEIGHT = 640         # px: the loss and distance panels, about 210 px of plot each, and the legend below
 
 
 def colour(name: str) -> str:
@@ -233,49 +234,43 @@ def _race_axes(fig, x_range, y_range, labels, fit) -> None:
 
 
 # ---------------------------------------------------------------- curves over the steps
-def _curve_figure(title: str, y_title: str, x_title: str, height: int = 420) -> go.Figure:
-    fig = go.Figure()
-    # margins as wide as Chromium's automargin makes them (log tick labels, legend below): the browser draws once.
-    # The legend sits at the figure's bottom edge, in pixels: under the axis title at every width (placed at a
-    # fraction of the plot's height, its first row fell on the title)
-    fig.update_layout(title=dict(text=title), height=height, margin=dict(l=86, r=24, t=50, b=125),
-                      legend=dict(orientation="h", yref="container", yanchor="bottom", y=0, x=0),
-                      hovermode="x unified")
-    fig.update_xaxes(title_text=x_title)
-    fig.update_yaxes(title_text=y_title, type="log", exponentformat="power")
-    return fig
-
-
 def _add_divergence_mark(fig, tr, x: int, y: float, label: str, **where) -> None:
     fig.add_trace(go.Scatter(x=[x], y=[y], mode="markers", marker=dict(symbol="x", size=12, color=colour(tr.name)),
                              legendgroup=tr.name, showlegend=False, name=label,
                              hovertemplate=f"{label}: t = {x}<extra></extra>"), **where)
 
 
-def loss_figure(trajs: Sequence, names: Mapping[str, str], f_min: float, labels: Mapping[str, str]) -> go.Figure:
-    """Loss above the minimum, f(theta_t) - f*, against the step t, on a log axis (a crossed mark: diverged)."""
-    fig = _curve_figure(labels["loss_title"], labels["loss_gap"], labels["step"])
+def curves_figure(trajs: Sequence, names: Mapping[str, str], f_min: float, distances: Mapping[str, np.ndarray],
+                  labels: Mapping[str, str]) -> go.Figure:
+    """Two panels over the same steps t, one legend: the loss above the minimum f(theta_t) - f* (top) and the
+    distance ||theta_t - theta*|| to the nearest minimum (bottom), both on log axes. A racer whose loss overflowed
+    ends at its last finite value, with a crossed mark. One figure, not two side by side: the steps line up, a
+    phone shows one legend, and the browser lays out one chart instead of two on every visit."""
+    fig = make_subplots(rows=2, cols=1, shared_xaxes=True, vertical_spacing=0.14,
+                        subplot_titles=(labels["loss_title"], labels["dist_title"]))
     for tr in trajs:
         gap = np.maximum(tr.loss - f_min, LOG_FLOOR)                     # (n + 1,), inf where it overflowed
         ok = np.isfinite(gap)
         t = np.arange(len(gap))
         fig.add_trace(go.Scatter(x=t[ok], y=gap[ok], mode="lines", name=names[tr.name], legendgroup=tr.name,
-                                 line=dict(color=colour(tr.name), width=2), hovertemplate="%{y:.3e}"))
-        if tr.diverged_at is not None and ok.any():
-            _add_divergence_mark(fig, tr, int(t[ok][-1]), float(gap[ok][-1]), labels["diverged"])
-    return fig
-
-
-def distance_figure(trajs: Sequence, names: Mapping[str, str], distances: Mapping[str, np.ndarray],
-                    labels: Mapping[str, str]) -> go.Figure:
-    """Distance ||theta_t - theta*|| to the nearest minimum against the step, log axis."""
-    fig = _curve_figure(labels["dist_title"], labels["distance"], labels["step"])
-    for tr in trajs:
-        d = np.maximum(distances[tr.name], LOG_FLOOR)
+                                 line=dict(color=colour(tr.name), width=2), hovertemplate="%{y:.3e}"), row=1, col=1)
+        d = np.maximum(distances[tr.name], LOG_FLOOR)                    # (n + 1,)
         fig.add_trace(go.Scatter(x=np.arange(len(d)), y=d, mode="lines", name=names[tr.name], legendgroup=tr.name,
-                                 line=dict(color=colour(tr.name), width=2), hovertemplate="%{y:.3e}"))
+                                 showlegend=False, line=dict(color=colour(tr.name), width=2),
+                                 hovertemplate="%{y:.3e}"), row=2, col=1)
         if tr.diverged_at is not None:
-            _add_divergence_mark(fig, tr, len(d) - 1, float(d[-1]), labels["diverged"])
+            if ok.any():
+                _add_divergence_mark(fig, tr, int(t[ok][-1]), float(gap[ok][-1]), labels["diverged"], row=1, col=1)
+            _add_divergence_mark(fig, tr, len(d) - 1, float(d[-1]), labels["diverged"], row=2, col=1)
+    fig.update_yaxes(type="log", exponentformat="power")
+    fig.update_yaxes(title_text=labels["loss_gap"], row=1, col=1)
+    fig.update_yaxes(title_text=labels["distance"], row=2, col=1)
+    fig.update_xaxes(title_text=labels["step"], row=2, col=1)
+    # margins as wide as Chromium's automargin makes them (log tick labels, the legend below): the browser draws
+    # once. The legend sits at the figure's bottom edge, in pixels: under the axis title at every width (placed at a
+    # fraction of the plot's height, its first row fell on the title)
+    fig.update_layout(height=CURVES_HEIGHT, margin=dict(l=86, r=24, t=40, b=125), hovermode="x unified",
+                      legend=dict(orientation="h", yref="container", yanchor="bottom", y=0, x=0))
     return fig
 
 
