@@ -46,7 +46,8 @@ PAGES = [warmup.APP_ROOT / "app.py", *sorted((warmup.APP_ROOT / "app_pages").glo
 def _count_compiles(monkeypatch) -> list[str]:
     compiled: list[str] = []
     real = builtins.compile
-    monkeypatch.setattr(builtins, "compile", lambda src, name, *a, **k: compiled.append(name) or real(src, name, *a, **k))
+    monkeypatch.setattr(builtins, "compile",
+                        lambda src, name, *a, **k: compiled.append(name) or real(src, name, *a, **k))
     return compiled
 
 

@@ -130,6 +130,41 @@ function controls(fig) {
   delete fig.frames; delete layout.sliders; delete layout.updatemenus;
   return later;
 }
+// A figure whose legend stands in rows above the plot (layout.meta.legend_row_px: the room one more row takes) gets the
+// room of the rows it wraps into at this chart's width in its top margin before it is drawn: otherwise plotly widens
+// the margin itself and draws the whole figure a second time (Optimizers' race on a phone: 4 rows, and 2 rows in a
+// window 1000 px wide); a resize counts them again. Rows as plotly's legend lays them out in the plot's width, each
+// entry its symbol and gap (40 px) and its name in the legend's 12 px font (measured here, plus a pixel), 5 px to the
+// next: a legend of groups packs them in turn (a new row when the next does not fit); one without fits as many of the
+// widest entry as there is room for (viz_core.plots.common.legend_rows). Heatmaps and the like list no entry unless
+// asked to.
+const UNLISTED = new Set(["heatmap", "contour", "histogram2d", "histogram2dcontour", "image", "surface"]);
+function legendRows(data, margin, width, font) {
+  const shown = data.filter((d) => d.name && d.visible !== false
+    && (d.showlegend === true || (d.showlegend === undefined && !UNLISTED.has(d.type || "scatter"))));
+  const plot = width - (margin.l ?? 80) - (margin.r ?? 80);
+  if (shown.length < 2 || plot <= 0) return 1;
+  const pen = legendRows.pen || (legendRows.pen = document.createElement("canvas").getContext("2d"));
+  pen.font = `12px ${font}`;
+  const widths = shown.map((d) => 40 + Math.ceil(pen.measureText(String(d.name)).width) + 1);
+  if (!data.some((d) => d.legendgroup)) {
+    if (widths.reduce((a, b) => a + b + 5, -5) <= plot) return 1;
+    return Math.ceil(widths.length / Math.max(1, Math.floor(plot / Math.max(...widths))));
+  }
+  let rows = 1, x = 0;
+  for (const w of widths) {
+    if (x > 0 && x + w + 5 > plot) { rows += 1; x = 0; }
+    x += w + 5;
+  }
+  return rows;
+}
+// The top margin a figure opted in (meta.legend_row_px) takes at this width: its own (`top`, room for one row of
+// legend) and the room of every further row. null for any other figure.
+function legendTop(data, layout, top, width, font) {
+  const perRow = layout.meta && layout.meta.legend_row_px;
+  if (!perRow || !width || layout.showlegend === false) return null;
+  return top + (legendRows(data, layout.margin || {}, width, font) - 1) * perRow;
+}
 function figure(bytes, t) {
   const fig = JSON.parse(colours(new TextDecoder().decode(bytes), t));
   const layout = fig.layout = fig.layout || {};
@@ -267,7 +302,12 @@ export default function ({ data, parentElement, setTriggerValue }) {
   let width = 0, observer = null, gone = false;
   const job = { el, since: performance.now(), run: () => plotly().then((Plotly) => {
     if (gone || !data) return;
-    const fig = figure(data, theme(el));
+    const look = theme(el);
+    const fig = figure(data, look);
+    const top = ((fig.layout.margin || {}).t ?? 100);
+    const fitTop = (w) => legendTop(fig.data || [], fig.layout, top, w, look.font);
+    const first = fitTop(el.clientWidth);
+    if (first !== null) fig.layout.margin = Object.assign({}, fig.layout.margin, { t: first });
     // a map of tiles: no selection of plotly's (it would mark the point plotly's hit test found, not the tile's)
     if (fig.select && (fig.data || []).some((t) => t.meta && t.meta.tiles)) fig.layout.clickmode = "none";
     const later = controls(fig);
@@ -291,7 +331,11 @@ export default function ({ data, parentElement, setTriggerValue }) {
       if (window.__aeChunks) window.__aeChunks();  // (head_tags: once per tab)
       width = el.clientWidth;
       observer = new ResizeObserver(() => {
-        if (el.clientWidth && el.clientWidth !== width) { width = el.clientWidth; Plotly.Plots.resize(gd); }
+        if (!el.clientWidth || el.clientWidth === width) return;
+        width = el.clientWidth;
+        const t = fitTop(width);  // (a legend above the plot may take more or fewer rows now)
+        if (t !== null && gd.layout.margin) gd.layout.margin.t = t;
+        Plotly.Plots.resize(gd);
       });
       observer.observe(el);
     });

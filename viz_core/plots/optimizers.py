@@ -14,7 +14,8 @@ import plotly.graph_objects as go
 from plotly.colors import sample_colorscale
 from plotly.subplots import make_subplots
 
-from .common import LINE_COLOURS, fit_margins_legend_below, set_frames, tiles
+from .common import (LEGEND_GROUP_GAP_PX, LEGEND_ROW_PX, LINE_COLOURS, fit_margins_legend_below, set_frames,
+                     tiles)
 
 ORDER = ("sgd", "momentum", "adagrad", "rmsprop", "adam", "adamw", "nadam")
 COLOURS = {name: LINE_COLOURS[i] for i, name in enumerate(ORDER)}
@@ -190,7 +191,8 @@ def race_figure(grid, hover_grid, trajs: Sequence, names: Mapping[str, str], lab
     fig.update_layout(height=height, margin=dict(l=74, r=16 if fit is not None else 100, t=top,
                                                  b=180 if fit is not None else 188), hovermode="closest",
                       legend=dict(orientation="h", yanchor="bottom", y=1.1 if fit is not None else 1.02, x=0),
-                      dragmode="pan",
+                      # the legend above wraps on a narrow chart: the chart element gives its rows room first
+                      meta=dict(legend_row_px=LEGEND_ROW_PX + LEGEND_GROUP_GAP_PX), dragmode="pan",
                       title=dict(text=labels.get("title", "")))
     return fig
 
