@@ -135,9 +135,9 @@ function controls(fig) {
 // the margin itself and draws the whole figure a second time (Optimizers' race on a phone: 4 rows, and 2 rows in a
 // window 1000 px wide); a resize counts them again. Rows as plotly's legend lays them out in the plot's width, each
 // entry its symbol and gap (40 px) and its name in the legend's 12 px font (measured here, plus a pixel), 5 px to the
-// next: a legend of groups packs them in turn (a new row when the next does not fit); one without fits as many of the
-// widest entry as there is room for (viz_core.plots.common.legend_rows). Heatmaps and the like list no entry unless
-// asked to.
+// next: a legend of groups of one entry each packs them in turn (a new row when the next does not fit); any other fits
+// as many of the widest entry as there is room for (viz_core.plots.common.legend_rows). Heatmaps and the like list no
+// entry unless asked to.
 const UNLISTED = new Set(["heatmap", "contour", "histogram2d", "histogram2dcontour", "image", "surface"]);
 function legendRows(data, margin, width, font) {
   const shown = data.filter((d) => d.name && d.visible !== false
@@ -147,7 +147,8 @@ function legendRows(data, margin, width, font) {
   const pen = legendRows.pen || (legendRows.pen = document.createElement("canvas").getContext("2d"));
   pen.font = `12px ${font}`;
   const widths = shown.map((d) => 40 + Math.ceil(pen.measureText(String(d.name)).width) + 1);
-  if (!data.some((d) => d.legendgroup)) {
+  const groups = shown.map((d) => d.legendgroup).filter(Boolean);
+  if (!groups.length || new Set(groups).size < groups.length) {  // (a group of several: the widest entry's rule)
     if (widths.reduce((a, b) => a + b + 5, -5) <= plot) return 1;
     return Math.ceil(widths.length / Math.max(1, Math.floor(plot / Math.max(...widths))));
   }

@@ -385,7 +385,10 @@ def legend_rows(fig: go.Figure, width: float | None = None) -> int:
     Plotly's rule: the entries stand in one row if they fit; otherwise every entry takes the widest one's width, and
     a row holds as many as fit (a legend of 4 names of 100-163 px took 4 rows in a 242 px plot, not 3). An entry is
     its symbol and gap (40 px), its name (12 px font: a wide character 13 px, any other 8 px, generously) and 5 px to
-    the next."""
+    the next. A legend of groups of one entry each plotly packs in turn, a new row when the next does not fit
+    (Optimizers' race: 4 rows in a 192 px plot), in no more rows than this counts. The chart element counts a legend
+    above the plot that way at the chart's own width, names measured, for a figure that asks it to
+    (app_pages/_ui/chart.py, legendRows); tests/browser/test_drawn_once.py checks every page's figures."""
     if fig.layout.showlegend is False:
         return 0
     names = [str(d.name) for d in fig.data if d.showlegend is not False and d.name]
