@@ -391,6 +391,66 @@ def test_race_frames_thin_passing_trails_and_end_on_the_figure():
         np.testing.assert_allclose(x, own_x, rtol=1e-6)
 
 
+def _frames_from_recipe(d: dict) -> list[dict]:
+    """The frames as meta.trail_frames says to make them from the figure's own faint paths (the chart element's rule,
+    written out here independently of race_figure's frames)."""
+    r = d["layout"]["meta"]["trail_frames"]
+    paths = [(_values(d["data"][i]["x"]), _values(d["data"][i]["y"])) for i in r["paths"]]
+    frames = []
+    for f, s in enumerate(r["steps"]):
+        points = r["last_points"] if f == len(r["steps"]) - 1 else r["points"]
+        trails, heads = [], []
+        for x, y in paths:
+            e = min(s, len(x) - 1)
+            k = min(e + 1, points)
+            idx = [0] if k < 2 else [(2 * i * e + k - 1) // (2 * (k - 1)) for i in range(k)]
+            trails.append((x[idx], y[idx]))
+            heads.append((x[e], y[e]))
+        lines = [] if r["line_x"] is None else [(np.array(r["line_x"]), w * np.array(r["line_x"]) + b)
+                                                for w, b in heads]
+        moving = trails + [(np.array([hx]), np.array([hy])) for hx, hy in heads] + lines
+        frames.append(dict(name=str(s), data=[{}] * r["first"] + [dict(x=x, y=y) for x, y in moving]))
+    return frames
+
+
+@pytest.mark.parametrize("track,lr,steps", [("line_fit", None, 120), ("rosenbrock", 0.5, 100), ("beale", None, 1)])
+def test_race_frames_follow_from_the_recipe(track, lr, steps):
+    """meta.trail_frames (what the browser makes the frames from) gives the figure's own frames: every trace of
+    every frame, a racer that diverged (a shorter path) and a race of one step included."""
+    result = _race(track, lr=lr, steps=steps)
+    s = surfaces.SURFACES[track]
+    fit = (np.array(surfaces.LINE_X), np.array(surfaces.LINE_Y)) if track == "line_fit" else None
+    fig = plots.race_figure(surfaces.surface_grid(s, 30), surfaces.surface_grid(s, 7), result.trajectories,
+                            {n: n for n in opt.CLASSIC}, _labels(), x_range=s.x_range, y_range=s.y_range,
+                            minima=s.minima, start=s.start, fit=fit)
+    d = fig.to_dict()
+    if track == "rosenbrock":
+        assert any(tr.diverged_at is not None for tr in result.trajectories), "a racer must diverge here"
+    faint = [d["data"][i] for i in d["layout"]["meta"]["trail_frames"]["paths"]]
+    for tr, trace in zip(result.trajectories, faint):
+        np.testing.assert_array_equal(_values(trace["x"]), tr.path[:, 0])  # the recipe's sources are the paths
+    made = _frames_from_recipe(d)
+    assert [f["name"] for f in made] == [f["name"] for f in d["frames"]]
+    for ours, theirs in zip(made, d["frames"]):
+        assert len(ours["data"]) == len(theirs["data"]) == len(d["data"]) == len(theirs["traces"])
+        for a, b in zip(ours["data"], theirs["data"]):
+            assert (a == {}) == (b == {})
+            if a:  # the figure's trails are float32: equal to that precision
+                np.testing.assert_allclose(a["x"], _values(b["x"]), rtol=1e-6, atol=1e-30)
+                np.testing.assert_allclose(a["y"], _values(b["y"]), rtol=1e-6, atol=1e-30)
+
+
+def test_trail_indices():
+    """round(i s / (k - 1)), halves up: from 0 to s, k of them, never repeated."""
+    assert plots.trail_indices(0, 80).tolist() == [0]
+    assert plots.trail_indices(3, 80).tolist() == [0, 1, 2, 3]
+    assert plots.trail_indices(5, 3).tolist() == [0, 3, 5]            # 2.5 rounds up
+    for s in (1, 79, 80, 81, 300, 1999):
+        idx = plots.trail_indices(s, 80)
+        assert len(idx) == min(s + 1, 80) and idx[0] == 0 and idx[-1] == s and (np.diff(idx) > 0).all()
+        np.testing.assert_allclose(idx, np.arange(len(idx)) * s / max(len(idx) - 1, 1), atol=0.5)
+
+
 def test_banded_image_orientation():
     level = np.tile(np.linspace(0, 1, 30)[:, None], (1, 20))          # grows with y (row index)
     rgb, lo, hi = plots.banded_image(level, n_bands=5)
@@ -427,7 +487,8 @@ def test_curves_figure_two_panels_one_legend():
         assert (top.yaxis, bottom.yaxis) == ("y", "y2") and top.legendgroup == bottom.legendgroup == tr_.name
         np.testing.assert_allclose(top.y, np.maximum(tr_.loss - surface.f_min, plots.LOG_FLOOR))
         np.testing.assert_allclose(bottom.y, np.maximum(dist[tr_.name], plots.LOG_FLOOR))
-        assert list(top.x) == list(bottom.x) == list(range(tr_.n_steps + 1))
+        assert top.x is None and bottom.x is None and (top.x0, top.dx) == (bottom.x0, bottom.dx) == (0, 1)
+        assert len(top.y) == len(bottom.y) == tr_.n_steps + 1  # steps 0 .. n, as x0 and dx
     assert fig.layout.xaxis2.matches == "x" or fig.layout.xaxis.matches == "x2"  # shared steps
     assert fig.layout.yaxis.type == fig.layout.yaxis2.type == "log"
     assert [a.text for a in fig.layout.annotations] == ["LOSS_TITLE", "DIST_TITLE"]

@@ -22,7 +22,10 @@ def test_english_race_inside_and_schedules():
     assert [t.label for t in at.tabs] == ["Race", "Inside the optimizers", "Learning-rate schedules"]
     assert len(charts(at)) == 2          # only the open tab is drawn: the race, the loss and distance curves
     spec = _race_spec(at)
-    assert len(spec["frames"]) > 10 and spec["layout"]["sliders"][0]["steps"][-1]["label"] == "300"
+    # the frames follow from the faint paths: the browser makes them (meta.trail_frames), none are sent
+    recipe = spec["layout"]["meta"]["trail_frames"]
+    assert "frames" not in spec and len(recipe["steps"]) > 10 and recipe["steps"][-1] == 300
+    assert spec["layout"]["sliders"][0]["steps"][-1]["label"] == "300"
     names = {tr.get("name") for tr in spec["data"]}
     assert {"SGD", "Momentum", "AdaGrad", "RMSProp", "Adam"} <= names
     table = md_tables(at)[0]

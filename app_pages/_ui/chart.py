@@ -124,11 +124,46 @@ function defaults(t) {  // the layout defaults st.plotly_chart's theme sets (siz
 // for each, and Optimizers' race chart was drawn in 100 ms with them, 60 ms without. The figure keeps their room
 // (its bottom margin), so nothing moves when they come. Takes them out of `fig`; null where it has none.
 function controls(fig) {
-  const layout = fig.layout;
-  if (!fig.frames && !layout.sliders && !layout.updatemenus) return null;
-  const later = { frames: fig.frames || [], layout: { sliders: layout.sliders || [], updatemenus: layout.updatemenus || [] } };
+  const layout = fig.layout, recipe = layout.meta && layout.meta.trail_frames, data = fig.data || [];
+  if (!fig.frames && !recipe && !layout.sliders && !layout.updatemenus) return null;
+  const given = fig.frames, n = data.length;
+  const later = { frames: () => given || (recipe ? trailFrames(recipe, data, n) : []),
+                  layout: { sliders: layout.sliders || [], updatemenus: layout.updatemenus || [] } };
   delete fig.frames; delete layout.sliders; delete layout.updatemenus;
   return later;
+}
+// A race whose frames follow from its own faint full paths comes without them (layout.meta.trail_frames, written by
+// viz_core.plots.optimizers.trail_frames, which says the rule): they are made here when the controls are added,
+// after the first paint. Frame s: the first static traces unchanged, each racer's trail (path[:e + 1], e = min(s,
+// n - 1), thinned to k points at indices round(i e / (k - 1)), halves up), its head path[e], and on the line-fit
+// surface its line y = w x + b through line_x, with (w, b) the head.
+const TYPED = { f8: Float64Array, f4: Float32Array, i4: Int32Array, u4: Uint32Array, i2: Int16Array,
+                u2: Uint16Array, i1: Int8Array, u1: Uint8Array };
+function values(v) {  // a trace's array: a list, a typed array, or plotly's typed-array spec {dtype, bdata}
+  if (!v || !v.bdata) return v || [];
+  const raw = atob(v.bdata), bytes = new Uint8Array(raw.length);
+  for (let i = 0; i < raw.length; i++) bytes[i] = raw.charCodeAt(i);
+  return new TYPED[v.dtype](bytes.buffer);
+}
+function trailFrames(r, data, n) {
+  const paths = r.paths.map((i) => [values(data[i].x), values(data[i].y)]);
+  const traces = Array.from({ length: n }, (_, i) => i);
+  return r.steps.map((s, f) => {
+    const points = f === r.steps.length - 1 ? r.last_points : r.points;
+    const out = Array.from({ length: r.first }, () => ({})), heads = [];
+    for (const [x, y] of paths) {
+      const e = Math.min(s, x.length - 1), k = Math.min(e + 1, points), tx = [], ty = [];
+      for (let i = 0; i < k; i++) {
+        const j = k < 2 ? 0 : Math.floor((2 * i * e + k - 1) / (2 * (k - 1)));
+        tx.push(x[j]); ty.push(y[j]);
+      }
+      out.push({ type: "scatter", x: tx, y: ty });
+      heads.push([x[e], y[e]]);
+    }
+    for (const [hx, hy] of heads) out.push({ type: "scatter", x: [hx], y: [hy] });
+    if (r.line_x) for (const [w, b] of heads) out.push({ type: "scatter", x: r.line_x, y: r.line_x.map((v) => w * v + b) });
+    return { data: out, traces, name: String(s) };
+  });
 }
 // A figure whose legend stands in rows above the plot (layout.meta.legend_row_px: the room one more row takes) gets the
 // room of the rows it wraps into at this chart's width in its top margin before it is drawn: otherwise plotly widens
@@ -318,7 +353,7 @@ export default function ({ data, parentElement, setTriggerValue }) {
                       config: Object.assign({}, fig.config, { responsive: false }) }).then(() => {
       if (later) schedule({ el, since: performance.now(), run: () => {  // the controls, once this chart is painted
         if (gone || gd.__aeDrawn !== drawn) return;  // (a newer draw has its own)
-        return Plotly.addFrames(gd, later.frames).then(() => Plotly.relayout(gd, later.layout));
+        return Plotly.addFrames(gd, later.frames()).then(() => Plotly.relayout(gd, later.layout));
       } });
       // (Plotly.newPlot drops a chart's listeners, Plotly.react keeps them: one, set anew)
       gd.removeAllListeners("plotly_click");
@@ -564,7 +599,11 @@ CONFIG = {**PLOTLY_CONFIG, "showSendToCloud": False, "modeBarButtonsToRemove": [
 
 def to_bytes(spec: dict) -> bytes:
     """The figure's JSON as st.plotly_chart writes it (plotly.io.to_json, orjson when installed), with the config
-    (CONFIG) beside data / layout / frames, as bytes: what the element is sent."""
+    (CONFIG) beside data / layout / frames, as bytes: what the element is sent. A figure whose frames follow from
+    its own traces (layout.meta.trail_frames: the optimizer race) goes without them; the element makes them."""
+    meta = (spec.get("layout") or {}).get("meta")
+    if isinstance(meta, dict) and meta.get("trail_frames") and spec.get("frames"):
+        spec = {k: v for k, v in spec.items() if k != "frames"}
     return pio.to_json({**spec, "config": CONFIG}, validate=False).encode()
 
 

@@ -2,10 +2,15 @@
 the inner-state and schedule tabs draw, divergence shows a message; English and Chinese."""
 from __future__ import annotations
 
+from types import SimpleNamespace
+
+import numpy as np
 import pytest
 
 from tests.browser.conftest import CHART, SHOTS, assert_no_exception, screenshot, wait_done, wrapped_cells
 from viz_core import i18n
+from viz_core.lessons import surfaces
+from viz_core.plots import optimizers as plots
 
 pytestmark = pytest.mark.browser
 SIX = "sgd,momentum,adagrad,rmsprop,adam,adamw"  # the five classic racers and AdamW
@@ -87,6 +92,7 @@ def test_animation_frames(open_page):
     chart = page.locator(CHART).first
     chart.locator(".slider-container").wait_for(timeout=60_000)       # the race figure has its step slider
     assert chart.locator(".updatemenu-button").count() == 2           # play and pause
+    _frames_made_as_the_figure_makes_them(page)
     screenshot(page, "optimizers-anim-end")
     chart.locator(".updatemenu-button").first.click()           # Play: restarts from step 0
     page.wait_for_timeout(700)
@@ -95,6 +101,29 @@ def test_animation_frames(open_page):
     chart.screenshot(path=str(screenshot(page, "optimizers-anim-done").with_name("optimizers-anim-done-chart.png")))
     label = chart.locator("text.slider-label").first.text_content()
     assert label.strip().endswith("300"), label               # back at the last frame after playing
+
+
+def _frames_made_as_the_figure_makes_them(page) -> None:
+    """The race comes without frames (meta.trail_frames): the frames the browser made from the drawn faint paths
+    are the ones race_figure makes from those paths (viz_core's _frame_xy, the line-fit lines included)."""
+    got = page.evaluate("""() => {
+        const gd = document.querySelector("[data-testid='stMain'] .js-plotly-plot");
+        const r = gd.layout.meta.trail_frames, arr = (v) => Array.from(v);
+        return { r, paths: r.paths.map((i) => [arr(gd._fullData[i].x), arr(gd._fullData[i].y)]),
+                 frames: gd._transitionData._frames.map((f) => ({ name: f.name, traces: f.traces,
+                     data: f.data.map((d) => (d.x ? { x: arr(d.x), y: arr(d.y) } : {})) })) };
+    }""")
+    r = got["r"]
+    trajs = [SimpleNamespace(path=np.column_stack(p), n_steps=len(p[0]) - 1) for p in got["paths"]]
+    fit = (np.array(surfaces.LINE_X), np.array(surfaces.LINE_Y))
+    assert [f["name"] for f in got["frames"]] == [str(s) for s in r["steps"]] and len(r["steps"]) > 10
+    for f, (frame, s) in enumerate(zip(got["frames"], r["steps"])):
+        last = f == len(r["steps"]) - 1
+        want = plots._frame_xy(trajs, s, fit, plots.TRAIL_POINTS if last else plots.FRAME_TRAIL_POINTS)
+        assert frame["data"][:r["first"]] == [{}] * r["first"] and len(frame["traces"]) == r["first"] + len(want)
+        for ours, theirs in zip(frame["data"][r["first"]:], want, strict=True):
+            np.testing.assert_allclose(ours["x"], np.asarray(theirs["x"], dtype=float), rtol=1e-6)
+            np.testing.assert_allclose(ours["y"], np.asarray(theirs["y"], dtype=float), rtol=1e-6)
 
 
 def test_click_sets_start(open_page):

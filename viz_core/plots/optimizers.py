@@ -37,11 +37,20 @@ def frame_steps(n_max: int, n_frames: int = 40) -> np.ndarray:
     return np.unique(np.round(np.linspace(0, n_max, min(n_frames, n_max) + 1)).astype(int))
 
 
+def trail_indices(s: int, points: int) -> np.ndarray:
+    """The k = min(s + 1, points) indices of path[:s + 1] a trail keeps: round(i s / (k - 1)) for i = 0 .. k - 1,
+    halves rounded up, in integers: (2 i s + k - 1) // (2 (k - 1)). They start at 0, end exactly at s and never repeat
+    (s / (k - 1) >= 1). The chart element repeats this rule in the browser (race_figure's meta.trail_frames)."""
+    k = min(s + 1, points)
+    if k < 2:
+        return np.zeros(1, dtype=int)
+    i = np.arange(k)
+    return (2 * i * s + k - 1) // (2 * (k - 1))                                   # (k,)
+
+
 def _trail(path: np.ndarray, s: int, points: int = TRAIL_POINTS) -> np.ndarray:
     """path[:s + 1], thinned to at most `points` points but always ending exactly at path[s] -> (k, 2)."""
-    s = min(s, len(path) - 1)
-    idx = np.unique(np.round(np.linspace(0, s, min(s + 1, points))).astype(int))
-    return path[idx]
+    return path[trail_indices(min(s, len(path) - 1), points)]
 
 
 def png_data_uri(rgb: np.ndarray) -> str:
@@ -158,6 +167,7 @@ def race_figure(grid, hover_grid, trajs: Sequence, names: Mapping[str, str], lab
                         subplot_titles=(labels["contour_title"], labels["fit_title"]) if fit is not None else None,
                         horizontal_spacing=0.16)
     _static_traces(fig, grid, hover_grid, x_range, y_range, minima, start, labels, log_levels)
+    faint = list(range(len(fig.data), len(fig.data) + len(trajs)))       # the full paths' traces, in racer order
     for tr in trajs:
         fig.add_trace(go.Scatter(x=tr.path[:, 0], y=tr.path[:, 1], mode="lines", opacity=0.3, hoverinfo="skip",
                                  line=dict(color=colour(tr.name), width=1.5), showlegend=False,
@@ -177,9 +187,8 @@ def race_figure(grid, hover_grid, trajs: Sequence, names: Mapping[str, str], lab
     # every trace is in every frame, the static ones unchanged ({}): plotly recomputes all traces when it animates
     # but re-plots only those of the frame, and a click on a trace left un-plotted fails (no start point after Play)
     unchanged = [{} for _ in range(n_static)]
-    # the frames a play passes through carry thinner trails (FRAME_TRAIL_POINTS): with full trails the frames are
-    # most of the figure's bytes (bench/bench_optimizers.py prints its JSON size), which every page switch sends and
-    # the browser parses three times; the last frame, where a play stops, draws them as the figure does
+    # the frames a play passes through carry thinner trails (FRAME_TRAIL_POINTS); the last frame, where a play stops,
+    # draws them as the figure does
     set_frames(fig, [go.Frame(data=unchanged + _frame_xy(trajs, int(s), fit,
                                                          TRAIL_POINTS if s == steps[-1] else FRAME_TRAIL_POINTS),
                                traces=list(range(len(fig.data))), name=str(int(s)), _validate=False) for s in steps])
@@ -192,9 +201,22 @@ def race_figure(grid, hover_grid, trajs: Sequence, names: Mapping[str, str], lab
                                                  b=180 if fit is not None else 188), hovermode="closest",
                       legend=dict(orientation="h", yanchor="bottom", y=1.1 if fit is not None else 1.02, x=0),
                       # the legend above wraps on a narrow chart: the chart element gives its rows room first
-                      meta=dict(legend_row_px=LEGEND_ROW_PX + LEGEND_GROUP_GAP_PX), dragmode="pan",
+                      meta=dict(legend_row_px=LEGEND_ROW_PX + LEGEND_GROUP_GAP_PX,
+                                trail_frames=trail_frames(steps, faint, n_static, fit)), dragmode="pan",
                       title=dict(text=labels.get("title", "")))
     return fig
+
+
+def trail_frames(steps: np.ndarray, faint: list[int], first: int, fit) -> dict:
+    """How every frame follows from the figure's own faint full paths (traces `faint`, in racer order), so the chart
+    element can make the frames in the browser instead of receiving them (nine tenths of the figure's bytes, sent on
+    every page switch). Frame s (named str(s)) updates every trace: the `first` static ones unchanged ({}), then each
+    racer's trail path[trail_indices(e, k)] with e = min(s, n - 1) for a path of n points and k = `points`
+    (`last_points` in the last frame), then each racer's head path[e], then on the line-fit surface each racer's
+    line y = w x + b at x = line_x, with (w, b) its head. As _frame_xy makes them (with float32 trails)."""
+    line_x = None if fit is None else [float(fit[0].min() - 0.5), float(fit[0].max() + 0.5)]
+    return dict(steps=[int(s) for s in steps], paths=list(faint), first=int(first), points=FRAME_TRAIL_POINTS,
+                last_points=TRAIL_POINTS, line_x=line_x)
 
 
 def _frame_xy(trajs, s: int, fit, points: int = TRAIL_POINTS) -> list[dict]:
@@ -242,6 +264,14 @@ def _add_divergence_mark(fig, tr, x: int, y: float, label: str, **where) -> None
                              hovertemplate=f"{label}: t = {x}<extra></extra>"), **where)
 
 
+def _over_steps(t: np.ndarray, y: np.ndarray) -> dict:
+    """A curve's x and y as the figure carries them: steps 0, 1, ..., n as x0 = 0, dx = 1, not an array (half of
+    the bytes every visit of the page sends). Other steps stay an array."""
+    if np.array_equal(t, np.arange(len(t))):
+        return dict(x0=0, dx=1, y=y)
+    return dict(x=t, y=y)
+
+
 def curves_figure(trajs: Sequence, names: Mapping[str, str], f_min: float, distances: Mapping[str, np.ndarray],
                   labels: Mapping[str, str]) -> go.Figure:
     """Two panels over the same steps t, one legend: the loss above the minimum f(theta_t) - f* (top) and the
@@ -254,11 +284,12 @@ def curves_figure(trajs: Sequence, names: Mapping[str, str], f_min: float, dista
         gap = np.maximum(tr.loss - f_min, LOG_FLOOR)                     # (n + 1,), inf where it overflowed
         ok = np.isfinite(gap)
         t = np.arange(len(gap))
-        fig.add_trace(go.Scatter(x=t[ok], y=gap[ok], mode="lines", name=names[tr.name], legendgroup=tr.name,
-                                 line=dict(color=colour(tr.name), width=2), hovertemplate="%{y:.3e}"), row=1, col=1)
+        fig.add_trace(go.Scatter(**_over_steps(t[ok], gap[ok]), mode="lines", name=names[tr.name],
+                                 legendgroup=tr.name, line=dict(color=colour(tr.name), width=2),
+                                 hovertemplate="%{y:.3e}"), row=1, col=1)
         d = np.maximum(distances[tr.name], LOG_FLOOR)                    # (n + 1,)
-        fig.add_trace(go.Scatter(x=np.arange(len(d)), y=d, mode="lines", name=names[tr.name], legendgroup=tr.name,
-                                 showlegend=False, line=dict(color=colour(tr.name), width=2),
+        fig.add_trace(go.Scatter(**_over_steps(np.arange(len(d)), d), mode="lines", name=names[tr.name],
+                                 legendgroup=tr.name, showlegend=False, line=dict(color=colour(tr.name), width=2),
                                  hovertemplate="%{y:.3e}"), row=2, col=1)
         if tr.diverged_at is not None:
             if ok.any():
