@@ -18,6 +18,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from viz_core.lessons import optimizers as opt  # noqa: E402
 from viz_core.lessons import surfaces  # noqa: E402
+from app_pages._ui import chart  # noqa: E402
+from app_pages._ui.figures import spec  # noqa: E402
 from viz_core.plots import optimizers as plots  # noqa: E402
 
 CLASSES = {"sgd": opt.SGD, "momentum": opt.Momentum, "adagrad": opt.AdaGrad, "rmsprop": opt.RMSProp,
@@ -82,8 +84,10 @@ def main() -> None:
     print(f"fair race, 5 classic + 2 torch      : "
           f"{timed(lambda: race('rosenbrock', n, fair=True, names=opt.CLASSIC + opt.EXTRAS), 1) * 1e3:7.1f} ms")
     fig_s = timed(lambda: figure("bowl", n), max(1, r // 2))
-    size = len(figure("bowl", n).to_json())
-    print(f"animated race figure (41 frames)    : {fig_s * 1e3:7.1f} ms, JSON {size / 1e3:.0f} kB")
+    fig = figure("bowl", n)
+    size, sent = len(fig.to_json()), len(chart.to_bytes(spec(fig)))
+    print(f"animated race figure (41 frames)    : {fig_s * 1e3:7.1f} ms, JSON {size / 1e3:.0f} kB, "
+          f"{sent / 1e3:.0f} kB sent to the browser (the frames are made there)")
 
 
 if __name__ == "__main__":
