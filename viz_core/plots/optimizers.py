@@ -209,7 +209,7 @@ def race_figure(grid, hover_grid, trajs: Sequence, names: Mapping[str, str], lab
 
 def trail_frames(steps: np.ndarray, faint: list[int], first: int, fit) -> dict:
     """How every frame follows from the figure's own faint full paths (traces `faint`, in racer order), so the chart
-    element can make the frames in the browser instead of receiving them (nine tenths of the figure's bytes, sent on
+    element can make the frames in the browser instead of receiving them (two thirds of the figure's bytes, sent on
     every page switch). Frame s (named str(s)) updates every trace: the `first` static ones unchanged ({}), then each
     racer's trail path[trail_indices(e, k)] with e = min(s, n - 1) for a path of n points and k = `points`
     (`last_points` in the last frame), then each racer's head path[e], then on the line-fit surface each racer's
@@ -265,8 +265,8 @@ def _add_divergence_mark(fig, tr, x: int, y: float, label: str, **where) -> None
 
 
 def _over_steps(t: np.ndarray, y: np.ndarray) -> dict:
-    """A curve's x and y as the figure carries them: steps 0, 1, ..., n as x0 = 0, dx = 1, not an array (half of
-    the bytes every visit of the page sends). Other steps stay an array."""
+    """A curve's x and y as the figure carries them: steps 0, 1, ..., n as x0 = 0, dx = 1, not an array of steps
+    that every visit of the page would send. Other steps stay an array."""
     if np.array_equal(t, np.arange(len(t))):
         return dict(x0=0, dx=1, y=y)
     return dict(x=t, y=y)
