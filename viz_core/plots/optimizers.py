@@ -165,7 +165,7 @@ def race_figure(grid, hover_grid, trajs: Sequence, names: Mapping[str, str], lab
     cols = 2 if fit is not None else 1
     fig = make_subplots(rows=1, cols=cols, column_widths=[0.6, 0.4] if fit is not None else None,
                         subplot_titles=(labels["contour_title"], labels["fit_title"]) if fit is not None else None,
-                        horizontal_spacing=0.16)
+                        horizontal_spacing=0.2)
     _static_traces(fig, grid, hover_grid, x_range, y_range, minima, start, labels, log_levels)
     faint = list(range(len(fig.data), len(fig.data) + len(trajs)))       # the full paths' traces, in racer order
     for tr in trajs:
@@ -174,8 +174,10 @@ def race_figure(grid, hover_grid, trajs: Sequence, names: Mapping[str, str], lab
                                  legendgroup=tr.name), row=1, col=1)
     if fit is not None:
         fx, fy = fit
+        # white with a black outline, as the minimum and the start: seen on the light and the dark theme alike
         fig.add_trace(go.Scatter(x=fx, y=fy, mode="markers", name=labels["data"],
-                                 marker=dict(size=10, color="black", symbol="x")), row=1, col=2)
+                                 marker=dict(size=11, color="white", symbol="x", line=dict(color="black", width=1))),
+                      row=1, col=2)
     n_static = len(fig.data)
     n_max = max((tr.n_steps for tr in trajs), default=0)
     for trace in _path_traces(trajs, names, n_max):
@@ -197,7 +199,7 @@ def race_figure(grid, hover_grid, trajs: Sequence, names: Mapping[str, str], lab
     top = 100 if fit is not None else 60      # room for the subplot titles under the legend
     # margins as wide as Chromium's automargin makes them (tick labels, colour bar, buttons and step slider under
     # the plot), so the browser draws this heavy figure once instead of twice
-    fig.update_layout(height=height, margin=dict(l=74, r=16 if fit is not None else 100, t=top,
+    fig.update_layout(height=height, margin=dict(l=74, r=70 if fit is not None else 100, t=top,
                                                  b=180 if fit is not None else 188), hovermode="closest",
                       legend=dict(orientation="h", yanchor="bottom", y=1.1 if fit is not None else 1.02, x=0),
                       # the legend above wraps on a narrow chart: the chart element gives its rows room first
@@ -254,7 +256,9 @@ def _race_axes(fig, x_range, y_range, labels, fit) -> None:
     if fit is not None:
         fx, fy = fit
         fig.update_xaxes(title_text=labels["fit_x"], range=[fx.min() - 0.5, fx.max() + 0.5], row=1, col=2)
-        fig.update_yaxes(title_text=labels["fit_y"], range=[min(fy.min(), 0) - 2, fy.max() + 3], row=1, col=2)
+        # the fitted line's y axis on its right: the gap between the panels holds the surface's colour bar
+        fig.update_yaxes(title_text=labels["fit_y"], range=[min(fy.min(), 0) - 2, fy.max() + 3], row=1, col=2,
+                         side="right")
 
 
 # ---------------------------------------------------------------- curves over the steps
