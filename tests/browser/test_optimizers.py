@@ -126,6 +126,27 @@ def _frames_made_as_the_figure_makes_them(page) -> None:
             np.testing.assert_allclose(ours["y"], np.asarray(theirs["y"], dtype=float), rtol=1e-6)
 
 
+_GAP = """() => { const gd = document.querySelector('.st-key-optimizers-race_chart .js-plotly-plot');
+  const svg = gd.querySelector('.main-svg').getBoundingClientRect();
+  const bar = gd.querySelector('.colorbar').getBoundingClientRect();
+  const title = gd.querySelector('.colorbar .cbtitle').getBoundingClientRect();
+  const L = gd._fullLayout;
+  return {surfaceRight: L.xaxis._offset + L.xaxis._length, barLeft: bar.left - svg.left,
+          titleRight: title.right - svg.left, fitLeft: L.xaxis2._offset}; }"""
+
+
+@pytest.mark.parametrize("width", [390, 480, 1000])
+def test_line_fit_colour_bar_stands_clear_of_both_panels(open_page, width):
+    """The line-fit race has the surface's colour bar in the gap between its two panels: on a phone its title once
+    ran over the fitted line's panel. Its bar starts right of the surface and its title ends left of the line's
+    panel, at a phone's width, a small tablet's, and beside the sidebar."""
+    page = open_page("/optimizers?lang=en&surface=line_fit", width=width)
+    page.locator(".st-key-optimizers-race_chart .js-plotly-plot .colorbar .cbtitle").wait_for(timeout=60_000)
+    got = page.evaluate(_GAP)
+    assert got["surfaceRight"] <= got["barLeft"] and got["titleRight"] + 3 <= got["fitLeft"], got
+    assert_no_exception(page)
+
+
 def test_click_sets_start(open_page):
     page = open_page("/optimizers?lang=en&surface=bowl&x0=-4.5&y0=2.0")
     before = _number(page, "Start x")

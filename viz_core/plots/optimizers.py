@@ -84,9 +84,10 @@ def banded_image(level: np.ndarray, n_bands: int = N_BANDS) -> tuple[np.ndarray,
     return np.flipud(rgb).astype(np.uint8), lo, hi
 
 
-def _surface_background(fig, grid, x_range, y_range, labels, log_levels: bool) -> None:
+def _surface_background(fig, grid, x_range, y_range, labels, log_levels: bool, in_gap: bool = False) -> None:
     """The surface as a layout image (plotly's animation without redraw drops contour traces, but keeps images),
-    plus a colour bar carried by an invisible two-point scatter."""
+    plus a colour bar carried by an invisible two-point scatter. in_gap: the bar stands in the gap between two
+    panels, drawn narrower (thinner, smaller text, no padding) so that its title clears the next panel on a phone."""
     rgb, lo, hi = banded_image(grid.level)
     fig.add_layout_image(source=png_data_uri(rgb), xref="x", yref="y", x=x_range[0], y=y_range[1],
                          sizex=x_range[1] - x_range[0], sizey=y_range[1] - y_range[0], sizing="stretch",
@@ -95,13 +96,17 @@ def _surface_background(fig, grid, x_range, y_range, labels, log_levels: bool) -
     fig.add_trace(go.Scatter(
         x=[x_range[0]] * 2, y=[y_range[0]] * 2, mode="markers", hoverinfo="skip", showlegend=False,
         marker=dict(size=0.1, opacity=0, color=[lo, hi], colorscale=SURFACE_SCALE, cmin=lo, cmax=hi, showscale=True,
-                    colorbar=dict(title=dict(text=title, side="right"), thickness=12,
-                                  x=fig.layout.xaxis.domain[1] + 0.01, xanchor="left"))), row=1, col=1)
+                    colorbar=dict(title=dict(text=title, side="right", font=dict(size=12) if in_gap else None),
+                                  thickness=10 if in_gap else 12, xpad=2 if in_gap else 10,
+                                  tickfont=dict(size=11) if in_gap else None,
+                                  x=fig.layout.xaxis.domain[1] + (0.005 if in_gap else 0.01), xanchor="left"))),
+        row=1, col=1)
 
 
-def _static_traces(fig, grid, hover_grid, x_range, y_range, minima, start, labels, log_levels: bool) -> None:
+def _static_traces(fig, grid, hover_grid, x_range, y_range, minima, start, labels, log_levels: bool,
+                   in_gap: bool = False) -> None:
     """Surface picture, the invisible click / hover grid, minima, start point: what never moves (left panel)."""
-    _surface_background(fig, grid, x_range, y_range, labels, log_levels)
+    _surface_background(fig, grid, x_range, y_range, labels, log_levels, in_gap)
     # An invisible heatmap of the coarse grid: one picture for the browser to lay out, not one invisible SVG marker per
     # point. Its cells show the loss on hover; a click or tap anywhere in one reports the cell's centre (meta: tiles,
     # read by the chart element).
@@ -165,8 +170,8 @@ def race_figure(grid, hover_grid, trajs: Sequence, names: Mapping[str, str], lab
     cols = 2 if fit is not None else 1
     fig = make_subplots(rows=1, cols=cols, column_widths=[0.6, 0.4] if fit is not None else None,
                         subplot_titles=(labels["contour_title"], labels["fit_title"]) if fit is not None else None,
-                        horizontal_spacing=0.2)
-    _static_traces(fig, grid, hover_grid, x_range, y_range, minima, start, labels, log_levels)
+                        horizontal_spacing=0.23)  # (the gap holds the surface's colour bar)
+    _static_traces(fig, grid, hover_grid, x_range, y_range, minima, start, labels, log_levels, in_gap=fit is not None)
     faint = list(range(len(fig.data), len(fig.data) + len(trajs)))       # the full paths' traces, in racer order
     for tr in trajs:
         fig.add_trace(go.Scatter(x=tr.path[:, 0], y=tr.path[:, 1], mode="lines", opacity=0.3, hoverinfo="skip",
