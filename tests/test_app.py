@@ -43,9 +43,11 @@ def _formula_app():
     ui.latex(r"j > i,\ x<y <script>alert(1)</script>")
 
 
-def test_latex_never_passes_a_tag_into_its_html():
-    """ui.latex is the app's only unsafe_allow_html: '<' and '>' in a formula become KaTeX's \\lt / \\gt."""
+def test_latex_never_passes_a_tag_into_its_html(monkeypatch):
+    """ui.latex in markdown (where the formula element is not available) is the app's only unsafe_allow_html: '<'
+    and '>' in a formula become KaTeX's \\lt / \\gt."""
     from streamlit.testing.v1 import AppTest
+    monkeypatch.setenv("ATTN_FORMULA_ELEMENT", "0")
     at = AppTest.from_function(_formula_app, default_timeout=30).run()
     body = at.markdown[0].value
     assert "<script>" not in body and "x<y" not in body and "j > i" not in body

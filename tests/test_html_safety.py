@@ -1,7 +1,8 @@
 """Raw HTML in the app: where it is written, what reaches it, and that typed text never does.
 
 Streamlit escapes HTML everywhere unless a call says unsafe_allow_html=True (or uses st.html). The app has exactly two
-such places: ui.latex (a formula in a scrolling box) and ui.page_style (the app's CSS). These tests read the code
+such places: ui.latex (a formula in a scrolling box, where the formula element is not available: its formulas are data
+that KaTeX reads as TeX) and ui.page_style (the app's CSS). These tests read the code
 (every raw-HTML call and every formula passed to ui.latex), attack ui.latex itself, and type hostile text into the
 pages' text boxes to check that it never arrives in a markdown element that allows HTML.
 """
@@ -92,9 +93,11 @@ def _hostile_formula_app():
     ui.latex('</div><img src=x onerror="alert(1)"> $$\n\n![t](http://example.invalid/t.png)\n\n$$ <b>bold</b> " x')
 
 
-def test_no_formula_can_leave_its_math_block():
-    """Whatever ui.latex is given, its HTML is the one wrapper div: no tag opens, no "$$" ends the math block (after
-    which markdown such as an image would render), no blank line ends the HTML block, no quote ends the label."""
+def test_no_formula_can_leave_its_math_block(monkeypatch):
+    """Drawn in markdown (where the formula element is not available), whatever ui.latex is given, its HTML is the
+    one wrapper div: no tag opens, no "$$" ends the math block (after which markdown such as an image would render),
+    no blank line ends the HTML block, no quote ends the label."""
+    monkeypatch.setenv("ATTN_FORMULA_ELEMENT", "0")
     at = AppTest.from_function(_hostile_formula_app, default_timeout=30).run()
     assert_clean(at)
     body = at.markdown[0].value
@@ -105,6 +108,23 @@ def test_no_formula_can_leave_its_math_block():
     assert "<" not in math and ">" not in math and "\n" not in math and "$" not in math.replace(r"\$", "")
     assert r"\lt /div\gt \lt img" in math and r"\$\$" in math
     assert tail == "\n</div>" and len(body.split("\n$$\n")) == 3  # one math block: its own two fences
+
+
+def _elements(at) -> list:
+    return [e for e in at.main if e.type == "bidi_component"]
+
+
+def test_a_formula_of_the_formula_element_is_data_not_html():
+    """Drawn by the formula element, the same hostile formula writes no markdown and no HTML at all: it is the
+    element's data (the formula on one line, as KaTeX gets it, and the same text as the label), which the browser
+    gives KaTeX as TeX (tests/browser/test_formula.py: nothing of it becomes a tag)."""
+    import json
+    from app_pages._ui import formula
+    at = AppTest.from_function(_hostile_formula_app, default_timeout=30).run()
+    assert_clean(at)
+    assert not at.markdown and [e.proto.component_name for e in _elements(at)] == [formula.NAME]
+    data = json.loads(_elements(at)[0].proto.json)
+    assert data == {"tex": " ".join(HOSTILE.split()), "label": " ".join(HOSTILE.split())}
 
 
 @pytest.mark.slow

@@ -466,7 +466,7 @@ def _gzipped(path: Path) -> bytes | None:
 # idle (the same modules Streamlit imports later: it then finds them loaded). Not with the page's own scripts: the
 # first page would wait for them.
 LAZY_ELEMENTS = ("Button", "ButtonGroup", "Checkbox", "DownloadButton", "Metric", "NumberInput", "Selectbox", "Slider",
-                 "Spinner")
+                 "Spinner", "rehype-katex")  # (and the KaTeX module the formula element imports: formula.py)
 CHUNKS_JS = r"""
 window.__aeChunks = function () {
   var main = document.querySelector('script[type="module"][src*="/static/js/index."]');

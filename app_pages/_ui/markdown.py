@@ -14,6 +14,7 @@ import streamlit as st
 from viz_core import i18n
 from viz_core.learning.glossary import term as glossary_term  # (app_pages._ui.glossary is the view)
 
+from . import formula as formula_element
 from . import state
 from .language import lang, t
 
@@ -79,11 +80,16 @@ def latex(formula: str) -> None:
     """A display formula in a box that scrolls sideways when the screen is narrower than the formula; the box can
     take keyboard focus (so it can be scrolled without a mouse) and reads out as the LaTeX source.
 
-    This is the app's one markdown with unsafe_allow_html, and only formulas written in this code reach it
-    (tests/test_html_safety.py checks every call). Even so, whatever the formula, nothing in it can leave the
-    math block: "<" / ">" become KaTeX's \\lt / \\gt (no tag can open), "$" becomes \\$ and line breaks spaces (no
-    "$$" can end the block and start markdown), and the aria-label is HTML-escaped."""
+    Drawn by the formula element (app_pages/_ui/formula.py: the same KaTeX, without React's node per KaTeX node)
+    where the installed Streamlit allows it. Otherwise in markdown: the app's one markdown with unsafe_allow_html,
+    and only formulas written in this code reach it (tests/test_html_safety.py checks every call). Even so, whatever
+    the formula, nothing in it can leave the math block: "<" / ">" become KaTeX's \\lt / \\gt (no tag can open), "$"
+    becomes \\$ and line breaks spaces (no "$$" can end the block and start markdown), and the aria-label is
+    HTML-escaped."""
     formula = " ".join(formula.split())  # one line: a blank line would end the HTML block (label) or the math (body)
+    if formula_element.available():
+        formula_element.draw(formula, label=formula)
+        return
     label = html.escape(formula, quote=True)
     body = formula.replace("<", r"\lt ").replace(">", r"\gt ").replace("$", r"\$")
     st.markdown(f'<div class="formula" tabindex="0" role="math" aria-label="{label}">\n\n$$\n{body}\n$$\n\n</div>',

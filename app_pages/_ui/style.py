@@ -37,6 +37,8 @@ PAGE_CSS = """
 .formula { overflow-x: auto; overflow-y: hidden; max-width: 100%; padding: 0.1em 0; }
 .formula .katex-display { overflow: visible !important; width: max-content; min-width: 100%; }
 .formula:focus-visible { outline: 2px solid currentColor; outline-offset: 2px; }
+/* a formula of the formula element stands as one in markdown, whose container takes back 1rem below its content */
+.ae-formula { margin-bottom: -1rem; }
 [data-testid="stTable"] { overflow-x: auto; }
 /* where plotly shows its toolbar all the time (a touch screen: nothing hovers), the toolbar stands in a strip of
    its own above the chart, not over the chart's title and legend */

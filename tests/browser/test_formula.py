@@ -1,0 +1,79 @@
+"""The formula element in Chromium (app_pages/_ui/formula.py): every display formula is the KaTeX that Streamlit's
+markdown draws for it, node for node, in a box that reads out as its source and takes keyboard focus."""
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from tests.browser.conftest import assert_no_exception, streamlit_server, wait_done
+
+pytestmark = pytest.mark.browser
+
+# pages whose first view has display formulas, in both languages (Chinese text inside \text{} included)
+PAGES = ("/anatomy?lang=en", "/language_model?lang=zh", "/mechanics?lang=en")
+
+_FORMULAS = """() => [...document.querySelectorAll("[data-testid='stMain'] .formula")].map(f => ({
+  html: (f.querySelector('.katex-html') || {}).outerHTML || null, label: f.getAttribute('aria-label'),
+  role: f.getAttribute('role'), tab: f.tabIndex, element: f.classList.contains('ae-formula'),
+  errors: f.querySelectorAll('.katex-error').length, height: f.getBoundingClientRect().height,
+  svg: [...f.querySelectorAll('svg')].every(s => s.namespaceURI === 'http://www.w3.org/2000/svg') }))"""
+_DRAWN = """() => { const f = [...document.querySelectorAll("[data-testid='stMain'] .formula")];
+  return f.length > 0 && f.every(x => x.querySelector('.katex-html')); }"""
+
+
+def _as_drawn(html: str) -> str:
+    """KaTeX's HTML up to how it was written: a style attribute as the page keeps it (React writes it through the
+    element's style, which spaces it "a: b; c: d;"; the element sets it as KaTeX wrote it, "a:b;c:d;": the same
+    declarations), and an svg's xmlns attribute, which markdown sometimes keeps and which is inert in HTML (an svg
+    in the page is in the SVG namespace either way; the element makes it so)."""
+    html = re.sub(r' xmlns="[^"]*"', "", html)
+    return re.sub(r'style="([^"]*)"', lambda m: 'style="' + m[1].replace(" ", "").rstrip(";") + '"', html)
+
+
+def _formulas(browser, url: str, path: str) -> list[dict]:
+    ctx = browser.new_context(viewport={"width": 1400, "height": 1200})
+    try:
+        page = ctx.new_page()
+        page.goto(url + path, wait_until="domcontentloaded")
+        wait_done(page)
+        page.wait_for_function(_DRAWN, timeout=60_000)
+        assert_no_exception(page)
+        return page.evaluate(_FORMULAS)
+    finally:
+        ctx.close()
+
+
+@pytest.fixture(scope="module")
+def markdown_server():
+    """A second server whose formulas are drawn by Streamlit's markdown (the formula element switched off)."""
+    with streamlit_server({"ATTN_FORMULA_ELEMENT": "0"}) as (url, _proc):
+        yield url
+
+
+@pytest.mark.parametrize("path", PAGES)
+def test_formulas_are_the_katex_of_streamlits_markdown(browser, server_url, markdown_server, path):
+    ours, theirs = _formulas(browser, server_url, path), _formulas(browser, markdown_server, path)
+    assert len(ours) == len(theirs) >= 1
+    assert all(f["element"] for f in ours) and not any(f["element"] for f in theirs)
+    for mine, reference in zip(ours, theirs):
+        assert _as_drawn(mine["html"]) == _as_drawn(reference["html"])
+        assert mine["errors"] == 0 and mine["role"] == "math" and mine["tab"] == 0 and mine["svg"]
+        assert mine["label"] == reference["label"] and "\\" in mine["label"]  # it reads out as its LaTeX source
+        assert abs(mine["height"] - reference["height"]) < 1  # the same box: nothing below moves
+
+
+def test_a_formula_box_scrolls_on_a_phone_and_takes_focus(open_page):
+    """On a phone a formula wider than the screen scrolls inside its box (the page does not), and Tab reaches it."""
+    page = open_page("/language_model?lang=zh", width=390, touch=True)
+    page.wait_for_function(_DRAWN, timeout=60_000)
+    widths = page.evaluate("""() => [...document.querySelectorAll('.formula')].map(f => [f.scrollWidth,
+                                                                                         f.clientWidth])""")
+    assert any(scroll > client for scroll, client in widths), widths  # (the first, ~560 px wide, scrolls)
+    assert page.evaluate("document.documentElement.scrollWidth") <= 390
+    box = page.locator(".formula").first
+    box.focus()
+    assert page.evaluate("() => document.activeElement.classList.contains('formula')")
+    page.keyboard.press("ArrowRight")  # a focused box scrolls with the keyboard
+    page.wait_for_function("() => document.querySelector('.formula').scrollLeft > 0", timeout=10_000)
+    assert_no_exception(page)
