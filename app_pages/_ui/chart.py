@@ -465,6 +465,7 @@ def _gzipped(path: Path) -> bytes | None:
 # So once the tab has drawn its first chart, these are imported in the background, one at a time while the tab is
 # idle (the same modules Streamlit imports later: it then finds them loaded). Not with the page's own scripts: the
 # first page would wait for them.
+STREAMLIT_JS = Path(st.__file__).parent / "static" / "static" / "js"  # the installed Streamlit's browser modules
 LAZY_ELEMENTS = ("Button", "ButtonGroup", "Checkbox", "DownloadButton", "Metric", "NumberInput", "Selectbox", "Slider",
                  "Spinner", "rehype-katex")  # (and the KaTeX module the formula element imports: formula.py)
 CHUNKS_JS = r"""
@@ -486,8 +487,7 @@ window.__aeChunks = function () {
 @lru_cache(maxsize=1)
 def lazy_chunks() -> list[str]:
     """The file names of LAZY_ELEMENTS' chunks in the installed Streamlit (their names carry a hash of each build)."""
-    folder = Path(st.__file__).parent / "static" / "static" / "js"
-    return sorted(p.name for p in folder.glob("*.js") if p.name.split(".")[0] in LAZY_ELEMENTS)
+    return sorted(p.name for p in STREAMLIT_JS.glob("*.js") if p.name.split(".")[0] in LAZY_ELEMENTS)
 
 
 @lru_cache(maxsize=1)

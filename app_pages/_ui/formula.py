@@ -20,10 +20,11 @@ from __future__ import annotations
 import json
 import os
 from functools import lru_cache
-from pathlib import Path
 
 import streamlit as st
 from streamlit.errors import StreamlitDuplicateElementId
+
+from .chart import STREAMLIT_JS
 
 NAME = "attention_explorer_formula"  # the component's name (AppTest: an UnknownElement "bidi_component")
 MAX_SAME = 50  # the same formula at most this many times in one run
@@ -83,8 +84,7 @@ export default function ({ data, parentElement }) {
 def plugin_chunk() -> str | None:
     """The file name of Streamlit's rehype-katex module in the installed Streamlit (it carries a hash of each build);
     None unless there is exactly one."""
-    folder = Path(st.__file__).parent / "static" / "static" / "js"
-    found = sorted(p.name for p in folder.glob("rehype-katex.*.js"))
+    found = sorted(p.name for p in STREAMLIT_JS.glob("rehype-katex.*.js"))
     return found[0] if len(found) == 1 else None
 
 
