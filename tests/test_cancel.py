@@ -83,11 +83,12 @@ def test_the_numpy_model_stops_between_layers_in_a_marked_thread_only():
 
 def test_a_run_is_abandoned_only_after_its_session_has_been_gone_for_the_grace(monkeypatch):
     stopped, resumed = [], []
-    active = {"s": True}
+    active, alive = {"s": True}, {"s": True}
     me = threading.get_ident()
+    look = lambda now: leaving.abandon_gone(now, is_active=lambda sid: active[sid], stop=stopped.append,  # noqa: E731
+                                            resume=resumed.append, exists=lambda sid: alive[sid])
     with leaving.running("s"):
-        look = lambda now: leaving.abandon_gone(now, is_active=lambda sid: active[sid], stop=stopped.append,  # noqa: E731
-                                                resume=resumed.append)
+        assert cancel.owner() == "s"                                  # the run acts for its session
         assert look(100.0) == [] and not cancel.requested()
         active["s"] = False
         assert look(100.5) == [] and not cancel.requested()          # gone for 0 s: a network blip may come back
@@ -97,11 +98,56 @@ def test_a_run_is_abandoned_only_after_its_session_has_been_gone_for_the_grace(m
         assert look(101.5) == []
         assert look(101.5 + leaving.GRACE_S) == ["s"] and stopped == ["s"]
         assert cancel.requested() and pytest.raises(Cancelled, cancel.check)
-    assert not cancel.requested() and me not in leaving._runs.values()  # the run's end clears the mark
+    assert cancel.owner() == me and me not in leaving._runs.values()
+    assert cancel.requested("s")  # the mark outlives the run: work it handed to other threads stops all the same
     assert look(110.0) == [] and resumed == []       # still gone: nothing to rerun for
     active["s"] = True
     assert look(110.5) == [] and resumed == ["s"]    # its browser is back: the abandoned run is run again
     assert look(111.0) == [] and resumed == ["s"]    # once
+    with leaving.running("s"):                       # ... and that run is not cancelled
+        assert not cancel.requested()
+        cancel.check()
+
+
+def test_a_session_that_streamlit_has_ended_is_forgotten_with_its_mark():
+    alive = {"t": True}
+    look = lambda now: leaving.abandon_gone(now, is_active=lambda sid: False, stop=lambda sid: None,  # noqa: E731
+                                            resume=lambda sid: None, exists=lambda sid: alive[sid])
+    with leaving.running("t"):
+        look(200.0)
+        assert look(200.0 + leaving.GRACE_S) == ["t"]
+    assert look(205.0) == [] and cancel.requested("t") and "t" in leaving._abandoned   # it may still come back
+    alive["t"] = False
+    with cancel.acting_for("t"):  # a flight of its last run has not reached its next check point yet
+        assert look(300.0) == [] and cancel.requested("t") and "t" in leaving._abandoned
+    assert look(300.5) == [] and not cancel.requested("t") and "t" not in leaving._abandoned
+
+
+def test_a_flight_stops_when_its_visitor_leaves_after_the_run_that_started_it_has_ended():
+    """The run waiting on a flight ends at its next Streamlit call once stopped; the flight may reach its next check
+    point only later, and must stop all the same."""
+    from viz_core.runtime.flights import Flights
+    started, go_on = threading.Event(), threading.Event()
+
+    def work(progress):
+        started.set()
+        go_on.wait(10)
+        cancel.check()  # the next layer
+        return "computed for nobody"
+    look = lambda now: leaving.abandon_gone(now, is_active=lambda sid: False, stop=lambda sid: None,  # noqa: E731
+                                            resume=lambda sid: None, exists=lambda sid: True)
+    with leaving.running("u"):
+        flight = Flights().get("key", work)
+        assert started.wait(10)
+        look(300.0)
+        assert look(300.0 + leaving.GRACE_S) == ["u"]
+    go_on.set()  # the run has ended before the flight's next check
+    assert flight.wait(10) and flight.failed
+    with pytest.raises(Cancelled):
+        flight.value()
+    with leaving.running("u"):  # the visitor came back: its session's next run clears the mark
+        assert not cancel.requested()
+    leaving._abandoned.discard("u")
 
 
 def test_a_run_without_a_session_is_not_watched():

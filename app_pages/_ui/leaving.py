@@ -4,18 +4,22 @@ Streamlit keeps a session whose browser has gone (tab closed, connection dropped
 so that the browser can come back to it, and lets its script run to the end meanwhile: ten visitors who asked for
 "Which heads matter" on a long text and left kept two cores busy for half a minute for nobody. Here:
 
-- each run says which session its thread serves (`running()`, around the page in app.py);
+- each run says which session it serves (`running()`, around the page in app.py): its thread acts for that session
+  (viz_core.runtime.cancel.acting_for), and so does every thread it hands work to (flights, pool workers);
 - a watcher (`watch()`, started with the server) looks every POLL_S at the sessions with a run in progress; a
   session that has had no connection for GRACE_S (a phone switching networks reconnects within it) gets its script
-  stopped (Streamlit's own stop: the next st call ends the run) and its thread marked (viz_core.runtime.cancel: the model
+  stopped (Streamlit's own stop: the next st call ends the run) and is marked (viz_core.runtime.cancel: the model
   pass, ablation or attribution in progress stops at its next layer or module, and a wait for the compute gate
   ends);
 - the run then ends with viz_core.runtime.cancel.Cancelled, which app.py swallows: nobody is there to read a message.
+  The mark outlives the run: a flight the run was waiting for may reach its next check point after the run has
+  ended, and must stop all the same. It is cleared when the session runs again, or once Streamlit has ended it and no thread computes for it.
 
 A browser that comes back (within server.disconnectedSessionTTL) would wait for the end of a run that was abandoned:
 the watcher reruns that session's page with the state of its last run, as Streamlit's run-on-save does. Streamlit's
 calls used: Runtime.is_active_session, the session manager's get_session_info (a disconnected session is not an
-active one), AppSession.request_script_stop and request_rerun with the session's last client state.
+active one; an ended one has no info), AppSession.request_script_stop and request_rerun with the session's last
+client state.
 """
 from __future__ import annotations
 
@@ -35,7 +39,9 @@ GRACE_S = 1.0   # how long a session may be without a connection before its run 
 _runs: dict[str, int] = {}          # session id -> the thread running its script now
 _gone_since: dict[str, float] = {}  # session id -> when the watcher first saw it without a connection
 _lock = threading.Lock()
-_abandoned: set[str] = set()       # sessions whose run was abandoned: rerun when their browser comes back
+_abandoned: set[str] = set()       # sessions whose run was abandoned: rerun when their browser comes back,
+                                    # forgotten (and unmarked) once Streamlit has ended them and
+                                    # nothing computes for them
 _watcher: list[threading.Thread] = []
 _loop: list = []                    # the server's event loop (AppSession's calls belong on it)
 stats = {"abandoned": 0}  # runs abandoned so far (tests, benchmarks)
@@ -45,37 +51,45 @@ stats = {"abandoned": 0}  # runs abandoned so far (tests, benchmarks)
 def running(session_id: str | None) -> Iterator[None]:
     """Around one script run of `session_id` in this thread: the watcher may abandon it while it lasts."""
     me = threading.get_ident()
-    cancel.clear(me)  # a mark left by an earlier run of this thread is not this run's
+    cancel.clear(me)  # a mark left on this thread by other code is not this run's
     if session_id is None:  # not served by a runtime (AppTest): nothing to watch
         yield
         return
+    cancel.clear(session_id)  # the session runs again: its visitor is here
     with _lock:
         _runs[session_id] = me
     try:
-        yield
+        with cancel.acting_for(session_id):
+            yield
     finally:
         with _lock:
             if _runs.get(session_id) == me:
                 del _runs[session_id]
             _gone_since.pop(session_id, None)
-        cancel.clear(me)
 
 
-def abandon_gone(now: float | None = None, is_active=None, stop=None, resume=None) -> list[str]:
-    """One look: abandon the runs of sessions without a connection for GRACE_S (returns their ids), and rerun the
-    abandoned run of a session whose browser has come back (its page would otherwise wait for a run that ended).
-    is_active(sid), stop(sid) and resume(sid) default to the runtime's (tests pass their own)."""
+def abandon_gone(now: float | None = None, is_active=None, stop=None, resume=None, exists=None) -> list[str]:
+    """One look: abandon the runs of sessions without a connection for GRACE_S (returns their ids), rerun the
+    abandoned run of a session whose browser has come back (its page would otherwise wait for a run that ended), and
+    forget a session that Streamlit has ended. is_active(sid), stop(sid), resume(sid) and exists(sid) default to the
+    runtime's (tests pass their own)."""
     now = time.monotonic() if now is None else now
     is_active, stop, resume = is_active or _is_active, stop or _stop_script, resume or _resume
+    exists = exists or (lambda sid: _session(sid) is not None)
     with _lock:
         runs, abandoned = dict(_runs), set(_abandoned)
-    for sid in abandoned:  # its browser is back: the run it was waiting for is run again, as it asked
-        if is_active(sid):
+    for sid in abandoned:
+        if is_active(sid):  # its browser is back: the run it was waiting for is run again, as it asked
             with _lock:
                 _abandoned.discard(sid)
             resume(sid)
+        elif not exists(sid) and not cancel.acting(sid):
+            # ended (server.disconnectedSessionTTL), and every thread that computed for it has stopped
+            with _lock:
+                _abandoned.discard(sid)
+            cancel.clear(sid)
     gone = []
-    for sid, thread_id in runs.items():
+    for sid in runs:
         if is_active(sid):
             with _lock:
                 _gone_since.pop(sid, None)
@@ -83,7 +97,7 @@ def abandon_gone(now: float | None = None, is_active=None, stop=None, resume=Non
         with _lock:
             since = _gone_since.setdefault(sid, now)
         if now - since >= GRACE_S:
-            cancel.request(thread_id)
+            cancel.request(sid)
             stop(sid)
             gone.append(sid)
             with _lock:

@@ -1,26 +1,32 @@
-"""Work for a visitor who left stops: cooperative cancellation, per thread.
+"""Work for a visitor who left stops: cooperative cancellation, per visitor.
 
-A page's script runs in a thread of its own. When its visitor has gone (the tab closed or the connection dropped),
-the server marks that thread (`request(thread_id)`, app_pages/_ui/leaving.py) and the computation it is in stops at
-its next check point with `Cancelled`, instead of running to the end for nobody:
+Every computation runs for an owner: a key that is marked when the visitor it serves has gone. A thread's owner is
+itself (its ident) unless it acts for another key (`acting_for`): a page's script run acts for its session (app_pages/
+_ui/leaving.py), and so do the threads it hands work to (flights, pool workers), which may outlive that run. When the
+visitor has gone (the tab closed or the connection dropped), the server marks the session (`request(key)`) and the
+computations acting for it stop at their next check point with `Cancelled`, instead of running to the end for nobody:
 
 - every torch module's forward (one global pre-hook, `watch_torch()`, installed once torch is in use): model passes,
   head ablation, integrated gradients, generation;
 - every layer of the numpy forward and backward passes (pretrained/bert_numpy.py, attribution_numpy.py);
 - a wait for a turn at the server's compute gate.
 
-Other threads (trainings, other visitors) are never marked, and a check there costs one dictionary lookup. A new run
-of the page clears its thread's mark (`clear()`). No torch and no streamlit here.
+Other owners (trainings, other visitors) are never marked, and a check there costs one set lookup. A mark stays
+until its owner is cleared (`clear(key)`: the session runs again, or it has ended and no thread acts for it any more),
+so work that a run handed to another thread stops even when that run has already ended. No torch and no streamlit here.
 """
 from __future__ import annotations
 
 import threading
 from contextlib import contextmanager
-from typing import Iterator
+from typing import Hashable, Iterator
 
-_marked: set[int] = set()  # thread ids whose visitor has gone
+Owner = Hashable  # a thread's ident, or the key of the visitor it acts for (a session id)
+
+_marked: set[Owner] = set()  # owners whose visitor has gone
 _lock = threading.Lock()
-_local = threading.local()  # .owner: the thread a pool worker computes for (acting_for)
+_local = threading.local()  # .owner: the owner this thread computes for (acting_for)
+_acting: dict[Owner, int] = {}  # owner -> how many threads compute for it now (acting_for blocks open)
 _torch_hook = []  # the global forward pre-hook's handle, once installed
 
 
@@ -28,21 +34,22 @@ class Cancelled(Exception):
     """The visitor this computation was for has gone: nothing of it will be shown."""
 
 
-def request(thread_id: int) -> None:
-    """Mark a thread: its computation stops at its next check point."""
+def request(key: Owner) -> None:
+    """Mark an owner: every computation acting for it stops at its next check point."""
     with _lock:
-        _marked.add(thread_id)
+        _marked.add(key)
 
 
-def clear(thread_id: int | None = None) -> None:
-    """Unmark a thread (default: this one), e.g. when it starts a new run."""
+def clear(key: Owner | None = None) -> None:
+    """Unmark an owner (default: this thread's), e.g. when its session runs again."""
     with _lock:
-        _marked.discard(threading.get_ident() if thread_id is None else thread_id)
+        _marked.discard(owner() if key is None else key)
 
 
-def owner() -> int:
-    """The thread whose mark this thread's checks read: its own, or the one it computes for (acting_for)."""
-    return getattr(_local, "owner", None) or threading.get_ident()
+def owner() -> Owner:
+    """The owner whose mark this thread's checks read: the one it acts for (acting_for), else the thread itself."""
+    key = getattr(_local, "owner", None)
+    return threading.get_ident() if key is None else key
 
 
 @contextmanager
@@ -56,13 +63,30 @@ def thread_value(local: threading.local, name: str, value) -> Iterator[None]:
         setattr(local, name, before)
 
 
-def acting_for(thread_id: int):
-    """In a pool worker: check `thread_id`'s mark (the page thread that handed it the work) instead of its own."""
-    return thread_value(_local, "owner", thread_id)
+@contextmanager
+def acting_for(key: Owner) -> Iterator[None]:
+    """In the block, this thread's checks read `key`'s mark (the visitor whose work it does) instead of its own;
+    meanwhile `acting(key)` is true."""
+    with _lock:
+        _acting[key] = _acting.get(key, 0) + 1
+    try:
+        with thread_value(_local, "owner", key):
+            yield
+    finally:
+        with _lock:
+            _acting[key] -= 1
+            if not _acting[key]:
+                del _acting[key]
 
 
-def requested() -> bool:
-    return owner() in _marked
+def acting(key: Owner) -> bool:
+    """Whether some thread is computing for `key` now (its mark must stay until none is)."""
+    return key in _acting
+
+
+def requested(key: Owner | None = None) -> bool:
+    """Whether an owner (default: this thread's) has been marked."""
+    return (owner() if key is None else key) in _marked
 
 
 def check() -> None:

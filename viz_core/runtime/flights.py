@@ -22,10 +22,11 @@ Progress = Callable[[float], None]  # called with the share of the work done, 0.
 
 
 class Flight:
-    """One computation fn(progress) in a thread of its own, computing for the page thread `owner` (its checks stop
-    it with cancel.Cancelled when that thread's visitor has gone)."""
+    """One computation fn(progress) in a thread of its own, computing for `owner` (cancel.owner() of the run that
+    asked: its session): its checks stop it with cancel.Cancelled once that visitor has gone, even when the run that
+    started it has ended."""
 
-    def __init__(self, fn: Callable[[Progress], Any], owner: int):
+    def __init__(self, fn: Callable[[Progress], Any], owner: cancel.Owner):
         self.progress = 0.0  # the share done, as fn last reported it
         self.started = time.monotonic()
         self._fn, self._owner = fn, owner
