@@ -13,7 +13,8 @@ so that the browser can come back to it, and lets its script run to the end mean
   ends);
 - the run then ends with viz_core.runtime.cancel.Cancelled, which app.py swallows: nobody is there to read a message.
   The mark outlives the run: a flight the run was waiting for may reach its next check point after the run has
-  ended, and must stop all the same. It is cleared when the session runs again, or once Streamlit has ended it and no thread computes for it.
+  ended, and must stop all the same. It is cleared when the session runs again, or once Streamlit has ended it
+  and no thread computes for it.
 
 A browser that comes back (within server.disconnectedSessionTTL) would wait for the end of a run that was abandoned:
 the watcher reruns that session's page with the state of its last run, as Streamlit's run-on-save does. Streamlit's
