@@ -12,6 +12,19 @@ from viz_core.runtime import cancel
 from viz_core.runtime.cancel import Cancelled
 
 
+@pytest.fixture(autouse=True)
+def fresh_watcher():
+    """Each test starts with a watcher that has seen no session (its state is the server process's)."""
+    def reset():
+        with leaving._lock:
+            for sid in leaving._served | leaving._abandoned:
+                cancel.clear(sid)
+            leaving._served.clear(), leaving._abandoned.clear(), leaving._runs.clear(), leaving._gone_since.clear()
+    reset()
+    yield
+    reset()
+
+
 def in_thread(fn, marked: bool):
     """fn() in a new thread, marked first or not: ("ok", value) or ("cancelled", None)."""
     out = {}
@@ -153,3 +166,107 @@ def test_a_flight_stops_when_its_visitor_leaves_after_the_run_that_started_it_ha
 def test_a_run_without_a_session_is_not_watched():
     with leaving.running(None):
         assert threading.get_ident() not in leaving._runs.values()
+
+
+def _flight_for(sid: str):
+    """A flight started by a run of `sid` that has ended since (Streamlit stops a session's script as soon as its
+    connection drops): (the flight, the event that lets it reach its next check point)."""
+    from viz_core.runtime.flights import Flights
+    started, go_on = threading.Event(), threading.Event()
+
+    def work(progress):
+        started.set()
+        while not go_on.wait(0.01):
+            cancel.check()  # the next layer
+        return "computed"
+    with leaving.running(sid):
+        flight = Flights().get("key", work)
+    assert started.wait(10)
+    return flight, go_on
+
+
+def test_a_flight_whose_visitor_left_is_stopped_after_the_grace_though_no_run_is_left():
+    active, stopped, resumed = {"v": True}, [], []
+    look = lambda now: leaving.abandon_gone(now, is_active=lambda sid: active[sid], stop=stopped.append,  # noqa: E731
+                                            resume=resumed.append, exists=lambda sid: True)
+    flight, go_on = _flight_for("v")
+    try:
+        assert look(400.0) == [] and not flight.done            # its visitor is here: it computes on
+        active["v"] = False                                     # the tab closes; Streamlit ends the run at once
+        assert look(400.5) == [] and not flight.done            # a network blip may come back
+        assert look(400.5 + leaving.GRACE_S) == ["v"] and stopped == []  # no script to stop, the flight is marked
+        assert flight.wait(10) and pytest.raises(Cancelled, flight.value)
+        assert look(410.0) == [] and resumed == []
+        active["v"] = True
+        assert look(410.5) == [] and resumed == ["v"]            # its browser is back: the page runs again
+    finally:
+        go_on.set()
+
+
+def test_a_flight_of_a_session_that_streamlit_has_ended_stops_at_once_and_the_session_is_forgotten():
+    alive = {"w": True}
+    look = lambda now: leaving.abandon_gone(now, is_active=lambda sid: False, stop=lambda sid: None,  # noqa: E731
+                                            resume=lambda sid: None, exists=lambda sid: alive[sid])
+    flight, go_on = _flight_for("w")
+    try:
+        alive["w"] = False                                      # ended within the grace (a short TTL)
+        assert look(500.0) == ["w"]
+        assert flight.wait(10) and flight.failed
+        assert look(500.5) == [] and "w" not in leaving._served and not cancel.requested("w")
+    finally:
+        go_on.set()
+
+
+def test_a_flight_of_a_connected_visitor_is_never_stopped():
+    look = lambda now: leaving.abandon_gone(now, is_active=lambda sid: True, stop=lambda sid: None,  # noqa: E731
+                                            resume=lambda sid: None, exists=lambda sid: True)
+    flight, go_on = _flight_for("x")
+    assert [look(600.0 + i) for i in range(5)] == [[]] * 5 and not flight.done
+    go_on.set()
+    assert flight.wait(10) and flight.value() == "computed"
+
+
+def test_a_flight_another_visitor_waits_for_goes_on_until_both_have_left():
+    """A reload (a new session) or a classmate with the same input finds the flight running and waits on it: the
+    first visitor leaving does not stop it; the last one does."""
+    from viz_core.runtime.flights import Flights
+    flights, started, go_on = Flights(), threading.Event(), threading.Event()
+
+    def work(progress):
+        started.set()
+        while not go_on.wait(0.01):
+            cancel.check()
+        return "computed"
+    active = {"a": True, "b": True}
+    look = lambda now: leaving.abandon_gone(now, is_active=lambda sid: active[sid], stop=lambda sid: None,  # noqa: E731
+                                            resume=lambda sid: None, exists=lambda sid: True)
+    try:
+        with leaving.running("a"):
+            flight = flights.get("key", work)
+        assert started.wait(10)
+        with leaving.running("b"):
+            assert flights.lookup("key") is flight and cancel.acting("b")
+        active["a"] = False
+        look(700.0)
+        assert look(700.0 + leaving.GRACE_S) == ["a"] and cancel.requested("a")
+        assert not flight.wait(0.2)                   # b still waits for it
+        active["b"] = False
+        look(702.0)
+        assert look(702.0 + leaving.GRACE_S) == ["b"]
+        assert flight.wait(10) and pytest.raises(Cancelled, flight.value)
+    finally:
+        go_on.set()
+
+
+def test_a_shared_owner_counts_as_marked_once_all_its_visitors_are():
+    shared = cancel.Shared("p")
+    shared.add("q")
+    cancel.request("p")
+    assert not cancel.requested(shared) and cancel.acting("q") is False
+    with cancel.acting_for(shared):
+        assert cancel.acting("p") and cancel.acting("q") and not cancel.acting("r")
+        cancel.check()
+        cancel.request("q")
+        with pytest.raises(Cancelled):
+            cancel.check()
+    cancel.clear("p"), cancel.clear("q")

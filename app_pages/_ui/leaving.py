@@ -1,20 +1,21 @@
-"""A visitor who left gets no more of the server's time: their run is abandoned within about 2 s.
+"""A visitor who left gets no more of the server's time: their work is abandoned within about 2 s.
 
 Streamlit keeps a session whose browser has gone (tab closed, connection dropped) for server.disconnectedSessionTTL,
-so that the browser can come back to it, and lets its script run to the end meanwhile: ten visitors who asked for
-"Which heads matter" on a long text and left kept two cores busy for half a minute for nobody. Here:
+so that the browser can come back to it. It stops the session's script run when the connection drops, but a long
+computation runs in a thread of its own that outlives the run (a flight, viz_core.runtime.flights, so that a click
+does not start it again): "Which heads matter" on a long text went on for a minute for nobody, and ten visitors who
+asked for it and left kept two cores busy for ten minutes. Here:
 
 - each run says which session it serves (`running()`, around the page in app.py): its thread acts for that session
   (viz_core.runtime.cancel.acting_for), and so does every thread it hands work to (flights, pool workers);
-- a watcher (`watch()`, started with the server) looks every POLL_S at the sessions with a run in progress; a
-  session that has had no connection for GRACE_S (a phone switching networks reconnects within it) gets its script
-  stopped (Streamlit's own stop: the next st call ends the run) and is marked (viz_core.runtime.cancel: the model
-  pass, ablation or attribution in progress stops at its next layer or module, and a wait for the compute gate
-  ends);
-- the run then ends with viz_core.runtime.cancel.Cancelled, which app.py swallows: nobody is there to read a message.
-  The mark outlives the run: a flight the run was waiting for may reach its next check point after the run has
-  ended, and must stop all the same. It is cleared when the session runs again, or once Streamlit has ended it
-  and no thread computes for it.
+- a watcher (`watch()`, started with the server) looks every POLL_S at the sessions with a run in progress or a
+  computation acting for them; a session that has had no connection for GRACE_S (a phone switching networks
+  reconnects within it), or that Streamlit has ended, gets its script stopped (Streamlit's own stop: the next st
+  call ends the run) and is marked (viz_core.runtime.cancel: the model pass, ablation or attribution in progress
+  stops at its next layer or module, and a wait for the compute gate ends);
+- a run then ends with viz_core.runtime.cancel.Cancelled, which app.py swallows: nobody is there to read a message.
+  The mark outlives the run, for the flights it started. It is cleared when the session runs again, or once
+  Streamlit has ended it and no thread computes for it.
 
 A browser that comes back (within server.disconnectedSessionTTL) would wait for the end of a run that was abandoned:
 the watcher reruns that session's page with the state of its last run, as Streamlit's run-on-save does. Streamlit's
@@ -35,22 +36,23 @@ from viz_core.runtime import cancel
 _log = logging.getLogger(__name__)
 
 POLL_S = 0.5    # how often the watcher looks
-GRACE_S = 1.0   # how long a session may be without a connection before its run is abandoned
+GRACE_S = 1.0   # how long a session may be without a connection before its work is abandoned
 
 _runs: dict[str, int] = {}          # session id -> the thread running its script now
+_served: set[str] = set()           # sessions that have run here: watched while a run or a computation acts for
+                                    # them, forgotten once Streamlit has ended them and nothing computes for them
 _gone_since: dict[str, float] = {}  # session id -> when the watcher first saw it without a connection
 _lock = threading.Lock()
-_abandoned: set[str] = set()       # sessions whose run was abandoned: rerun when their browser comes back,
-                                    # forgotten (and unmarked) once Streamlit has ended them and
-                                    # nothing computes for them
+_abandoned: set[str] = set()       # sessions whose work was abandoned: rerun when their browser comes back
 _watcher: list[threading.Thread] = []
 _loop: list = []                    # the server's event loop (AppSession's calls belong on it)
-stats = {"abandoned": 0}  # runs abandoned so far (tests, benchmarks)
+stats = {"abandoned": 0}  # sessions whose work was abandoned so far (tests, benchmarks)
 
 
 @contextlib.contextmanager
 def running(session_id: str | None) -> Iterator[None]:
-    """Around one script run of `session_id` in this thread: the watcher may abandon it while it lasts."""
+    """Around one script run of `session_id` in this thread: the watcher may abandon it, and the computations it
+    hands to other threads, while they last."""
     me = threading.get_ident()
     cancel.clear(me)  # a mark left on this thread by other code is not this run's
     if session_id is None:  # not served by a runtime (AppTest): nothing to watch
@@ -59,6 +61,7 @@ def running(session_id: str | None) -> Iterator[None]:
     cancel.clear(session_id)  # the session runs again: its visitor is here
     with _lock:
         _runs[session_id] = me
+        _served.add(session_id)
     try:
         with cancel.acting_for(session_id):
             yield
@@ -66,40 +69,39 @@ def running(session_id: str | None) -> Iterator[None]:
         with _lock:
             if _runs.get(session_id) == me:
                 del _runs[session_id]
-            _gone_since.pop(session_id, None)
 
 
 def abandon_gone(now: float | None = None, is_active=None, stop=None, resume=None, exists=None) -> list[str]:
-    """One look: abandon the runs of sessions without a connection for GRACE_S (returns their ids), rerun the
-    abandoned run of a session whose browser has come back (its page would otherwise wait for a run that ended), and
-    forget a session that Streamlit has ended. is_active(sid), stop(sid), resume(sid) and exists(sid) default to the
+    """One look: abandon the work of sessions without a connection for GRACE_S, or ended (returns their ids): their
+    script run and whatever computes for them after it (Streamlit itself stops a session's script as soon as its
+    connection drops, while a flight the run waited for goes on). Rerun the page of an abandoned session whose
+    browser has come back (it would otherwise wait for a run that ended), and forget a session that Streamlit has
+    ended once nothing computes for it. is_active(sid), stop(sid), resume(sid) and exists(sid) default to the
     runtime's (tests pass their own)."""
     now = time.monotonic() if now is None else now
     is_active, stop, resume = is_active or _is_active, stop or _stop_script, resume or _resume
     exists = exists or (lambda sid: _session(sid) is not None)
     with _lock:
-        runs, abandoned = dict(_runs), set(_abandoned)
-    for sid in abandoned:
-        if is_active(sid):  # its browser is back: the run it was waiting for is run again, as it asked
-            with _lock:
-                _abandoned.discard(sid)
-            resume(sid)
-        elif not exists(sid) and not cancel.acting(sid):
-            # ended (server.disconnectedSessionTTL), and every thread that computed for it has stopped
-            with _lock:
-                _abandoned.discard(sid)
-            cancel.clear(sid)
+        runs, served, abandoned = dict(_runs), set(_served), set(_abandoned)
     gone = []
-    for sid in runs:
-        if is_active(sid):
+    for sid in served:
+        busy = sid in runs or cancel.acting(sid)
+        if not busy or cancel.requested(sid) or is_active(sid):
             with _lock:
                 _gone_since.pop(sid, None)
+            if sid in abandoned and is_active(sid):  # its browser is back: the run it waited for runs again
+                with _lock:
+                    _abandoned.discard(sid)
+                resume(sid)
+            elif not busy and not exists(sid):  # ended (server.disconnectedSessionTTL), and nothing computes for it
+                _forget(sid)
             continue
         with _lock:
             since = _gone_since.setdefault(sid, now)
-        if now - since >= GRACE_S:
+        if now - since >= GRACE_S or not exists(sid):
             cancel.request(sid)
-            stop(sid)
+            if sid in runs:
+                stop(sid)
             gone.append(sid)
             with _lock:
                 _runs.pop(sid, None)
@@ -107,6 +109,14 @@ def abandon_gone(now: float | None = None, is_active=None, stop=None, resume=Non
                 _abandoned.add(sid)
     stats["abandoned"] += len(gone)
     return gone
+
+
+def _forget(sid: str) -> None:
+    with _lock:
+        _served.discard(sid)
+        _abandoned.discard(sid)
+        _gone_since.pop(sid, None)
+    cancel.clear(sid)
 
 
 def watch(loop=None) -> None:

@@ -1,7 +1,8 @@
 """A visitor whose connection drops in the middle of a long computation (app_pages/_ui/leaving.py): the server
 abandons the run once the session has had no connection for a second, and when the browser reconnects the page is
 run again, so it does not wait for ever for a run that ended. The connection is cut from inside the page (its
-WebSockets closed, and new ones refused for a few seconds, as on a train going through a tunnel)."""
+WebSockets closed, and new ones refused for a few seconds, as on a train going through a tunnel). A computation that
+another visitor still waits for goes on when the one who started it leaves."""
 from __future__ import annotations
 
 import random
@@ -45,3 +46,49 @@ def test_a_dropped_connection_mid_computation_ends_with_the_page_drawn(browser, 
         assert page.locator("[data-testid='stMain'] textarea").first.input_value() == text
     finally:
         ctx.close()
+
+
+BAR = "Integrated gradients along the path"
+PERCENT = f"""() => {{ const el = [...document.querySelectorAll("[data-testid='stProgress']")]
+  .find(e => e.innerText.includes("{BAR}"));
+  const m = el && el.innerText.match(/(\\d+) %/); return m ? +m[1] : null; }}"""  # the bar's share done, or null
+
+
+def test_a_classmate_who_leaves_does_not_restart_the_computation_another_waits_for(browser, server_url):
+    """Two visitors ask for "Which tokens matter" on the same long text: the second waits on the computation the
+    first started. The first closes the tab: the server stops computing for them, yet the second's progress goes on
+    (it never falls back to the start) and their page stays free of errors."""
+    text = " ".join(random.Random(23).choice(WORDS) for _ in range(400))
+    tabs = []
+    try:
+        for _ in range(2):
+            ctx = browser.new_context(viewport={"width": 1400, "height": 1100})
+            page = ctx.new_page()
+            page.goto(server_url + "/?lang=en&view=importance&isteps=128", wait_until="domcontentloaded")
+            wait_done(page)
+            box = page.locator("[data-testid='stMain'] textarea").first
+            box.fill(text)
+            box.press("Control+Enter")
+            page.wait_for_function(f"() => ({PERCENT})() !== null", timeout=120_000, polling=100)
+            tabs.append((ctx, page))
+        (first, _), (_, second) = tabs
+        second.wait_for_function(f"() => ({PERCENT})() > 0", timeout=60_000, polling=100)
+        # the second page records its share done every 100 ms from now on
+        second.evaluate(f"() => {{ window.__seen = []; window.__t0 = Date.now();"
+                        f"  setInterval(() => window.__seen.push(({PERCENT})()), 100); }}")
+        first.close()
+        tabs.pop(0)
+        # 4 s: past the grace (1 s) and the watcher's next look, the first visitor has been marked as gone
+        second.wait_for_function("() => Date.now() - window.__t0 > 4000 && window.__seen.length > 30",
+                                 timeout=120_000, polling=200)
+        seen = second.evaluate("() => window.__seen")
+        running = [p for p in seen if p is not None]
+        assert running and running[-1] > running[0], seen[:: max(1, len(seen) // 20)]  # it went on
+        assert running == sorted(running), seen                                       # ... and never began again
+        if seen[-1] is None:  # it ended: the page drew the result
+            wait_done(second)
+            assert "Integrated gradients" in second.locator("[data-testid='stMain']").inner_text()
+        assert_no_exception(second)
+    finally:
+        for ctx, _ in tabs:
+            ctx.close()

@@ -13,7 +13,9 @@ computations acting for it stop at their next check point with `Cancelled`, inst
 
 Other owners (trainings, other visitors) are never marked, and a check there costs one set lookup. A mark stays
 until its owner is cleared (`clear(key)`: the session runs again, or it has ended and no thread acts for it any more),
-so work that a run handed to another thread stops even when that run has already ended. No torch and no streamlit here.
+so work that a run handed to another thread stops even when that run has already ended. Work that several visitors
+wait for (a flight that another session found again: a reload, a classmate's same input) acts for a `Shared` owner,
+which counts as marked once all of them are. No torch and no streamlit here.
 """
 from __future__ import annotations
 
@@ -21,7 +23,7 @@ import threading
 from contextlib import contextmanager
 from typing import Hashable, Iterator
 
-Owner = Hashable  # a thread's ident, or the key of the visitor it acts for (a session id)
+Owner = Hashable  # a thread's ident, the key of the visitor it acts for (a session id), or a Shared one
 
 _marked: set[Owner] = set()  # owners whose visitor has gone
 _lock = threading.Lock()
@@ -32,6 +34,27 @@ _torch_hook = []  # the global forward pre-hook's handle, once installed
 
 class Cancelled(Exception):
     """The visitor this computation was for has gone: nothing of it will be shown."""
+
+
+class Shared:
+    """The owner of work that several visitors may wait for (a flight found again by another session): it counts as
+    marked once every one of them is."""
+
+    def __init__(self, first: Owner):
+        self._members = {first}
+
+    def add(self, key: Owner) -> None:
+        """One more visitor waits for this work (a session that reloaded its page, a classmate with the same input)."""
+        with _lock:
+            self._members.add(key)
+
+    def has(self, key: Owner) -> bool:
+        with _lock:
+            return key in self._members
+
+    def gone(self) -> bool:
+        with _lock:
+            return all(m in _marked for m in self._members)
 
 
 def request(key: Owner) -> None:
@@ -80,18 +103,22 @@ def acting_for(key: Owner) -> Iterator[None]:
 
 
 def acting(key: Owner) -> bool:
-    """Whether some thread is computing for `key` now (its mark must stay until none is)."""
-    return key in _acting
+    """Whether some thread is computing for `key` now, alone or shared with others (its mark must stay until none
+    is)."""
+    with _lock:
+        keys = list(_acting)
+    return key in keys or any(isinstance(k, Shared) and k.has(key) for k in keys)
 
 
 def requested(key: Owner | None = None) -> bool:
-    """Whether an owner (default: this thread's) has been marked."""
-    return (owner() if key is None else key) in _marked
+    """Whether an owner (default: this thread's) has been marked (a Shared one: all its visitors)."""
+    key = owner() if key is None else key
+    return key in _marked or (isinstance(key, Shared) and key.gone())
 
 
 def check() -> None:
     """Raise Cancelled if this thread (or the one it computes for) has been marked."""
-    if _marked and owner() in _marked:
+    if _marked and requested():
         raise Cancelled("the visitor has gone")
 
 

@@ -23,13 +23,13 @@ Progress = Callable[[float], None]  # called with the share of the work done, 0.
 
 class Flight:
     """One computation fn(progress) in a thread of its own, computing for `owner` (cancel.owner() of the run that
-    asked: its session): its checks stop it with cancel.Cancelled once that visitor has gone, even when the run that
-    started it has ended."""
+    asked: its session) and for every visitor who asks for it while it runs (`wait_for`): its checks stop it with
+    cancel.Cancelled once all of them have gone, even when the runs that asked have ended."""
 
     def __init__(self, fn: Callable[[Progress], Any], owner: cancel.Owner):
         self.progress = 0.0  # the share done, as fn last reported it
         self.started = time.monotonic()
-        self._fn, self._owner = fn, owner
+        self._fn, self._owner = fn, cancel.Shared(owner)
         self._done = threading.Event()
         self._result: Any = None
         self._error: BaseException | None = None
@@ -65,6 +65,12 @@ class Flight:
     def elapsed_s(self) -> float:
         return time.monotonic() - self.started
 
+    def wait_for(self, owner: cancel.Owner) -> "Flight":
+        """One more visitor waits for this computation: it goes on while any of them is here."""
+        if not self.done:
+            self._owner.add(owner)
+        return self
+
     def wait(self, timeout: float | None = None) -> bool:
         """Wait up to timeout seconds; True once the computation has ended."""
         return self._done.wait(timeout)
@@ -91,7 +97,7 @@ class Flights:
             if flight is None or flight.failed:
                 return None
             self._flights.move_to_end(key)
-            return flight
+            return flight.wait_for(cancel.owner())
 
     def get(self, key: Hashable, fn: Callable[[Progress], Any]) -> Flight:
         """The flight of key; a new one running fn (for this thread's visitor) when there is none, or when the last
@@ -100,7 +106,7 @@ class Flights:
             flight = self._flights.get(key)
             if flight is not None and not flight.failed:
                 self._flights.move_to_end(key)
-                return flight
+                return flight.wait_for(cancel.owner())
             flight = self._flights[key] = Flight(fn, cancel.owner()).start()
             finished = [k for k, f in self._flights.items() if f.done]
             for k in finished[:max(0, len(finished) - self.keep)]:  # the oldest finished ones beyond keep
