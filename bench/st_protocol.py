@@ -250,15 +250,13 @@ class Session:
                 or (el.type == "bidi_component" and el.proto.component_name == CHART_COMPONENT)]
 
     def text(self) -> str:
-        """Markdown, headings, alerts and captions of the last full run, joined (to check what the page says)."""
-        out = []
-        for el in self.elements.values():
-            body = getattr(el.proto, "body", None)
-            if isinstance(body, str):
-                out.append(body)
-            elif el.type == "progress":
-                out.append(el.proto.text)
-        return "\n".join(out)
+        """Markdown, headings, alerts, captions and progress labels of the last full run, joined (to check what the
+        page says)."""
+        return _text(self.elements.values())
+
+    def text_so_far(self) -> str:
+        """The same of the full run in progress: what the page says while it computes (a progress bar's label)."""
+        return _text(self._fresh.values())
 
     # ------------------------------------------------------------ internals
     def _set(self, widget_id: str, **value) -> None:
@@ -386,3 +384,15 @@ class Session:
                 await self.rerun(fragment_id=fragment_id, is_auto_rerun=True, wait=False)
             except Exception:  # noqa: BLE001 - the connection is gone; the reader reports it
                 return
+
+
+def _text(elements) -> str:
+    out = []
+    for el in elements:
+        body = getattr(el.proto, "body", None)
+        if isinstance(body, str):
+            out.append(body)
+        elif el.type == "progress":
+            out.append(el.proto.text)
+    return "\n".join(out)
+

@@ -403,9 +403,10 @@ async def _reaper() -> None:
 async def lifespan(_app):
     """st.App lifespan: at server start, malloc tuned for a server, the model warm-up (warmup.py), the memory watcher
     (memory.py), the watcher of visitors who left (leaving.py) and the session reaper; the reaper stops with the
-    server."""
+    server. `kill -USR1 <server pid>` writes every thread's stack to the server's log (what is it busy with?)."""
     from . import leaving, memory, warmup
 
+    _stacks_on_signal()
     memory.tune_malloc()  # before the warm-up's and the sessions' threads allocate
     warmup.start()
     memory.watch()
@@ -415,3 +416,13 @@ async def lifespan(_app):
         yield
     finally:
         reaper.cancel()
+
+
+def _stacks_on_signal() -> None:
+    """SIGUSR1 -> every Python thread's stack on stderr (the server's log), written by the interpreter's own
+    handler (faulthandler), so it answers even while every thread computes. POSIX only."""
+    import faulthandler
+    import signal
+    if hasattr(signal, "SIGUSR1"):
+        faulthandler.register(signal.SIGUSR1, all_threads=True, chain=False)
+
