@@ -395,4 +395,3 @@ def _text(elements) -> str:
         elif el.type == "progress":
             out.append(el.proto.text)
     return "\n".join(out)
-

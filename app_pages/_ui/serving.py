@@ -425,4 +425,3 @@ def _stacks_on_signal() -> None:
     import signal
     if hasattr(signal, "SIGUSR1"):
         faulthandler.register(signal.SIGUSR1, all_threads=True, chain=False)
-
