@@ -54,10 +54,15 @@ def wait_for(flight: Callable[[], Flight], label: Callable[[int, int], str]) -> 
     """The result of a computation that runs as a flight (viz_core.runtime.flights), with a progress bar while it runs:
     label(percent done, seconds so far). A click meanwhile stops only this wait (the rerun finds the same flight and
     waits on). Raises the computation's error (InputError for bad input); a flight cancelled because the visitor it
-    was started for left is started again."""
+    was started for left is started again.
+
+    Before the bar is first drawn, the address is written with what the visitor asked for (state.sync_address; the
+    end of the run would write the same): a reload or a shared link during a long wait comes back to their input,
+    not to the page before it. A short computation writes nothing early."""
     for attempt in range(WAIT_RETRIES):
         running = flight()
         if not running.wait(WAIT_REFRESH_S):  # a short computation never shows a bar
+            state.sync_address()
             bar = st.empty()
             while not running.wait(WAIT_REFRESH_S):
                 bar.progress(running.progress, text=label(round(100 * running.progress), round(running.elapsed_s)))

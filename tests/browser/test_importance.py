@@ -105,3 +105,24 @@ def test_a_long_text_shows_its_map_first_with_progress_and_a_click_keeps_the_wor
     assert page.locator(BAR).count() == 0
     assert chosen(page, "How peaked a head is") == "Entropy (bits)"
     assert_no_exception(page)
+
+
+def test_a_reload_during_a_long_computation_comes_back_to_the_typed_text(open_page):
+    """A person types a long text, presses Ctrl+Enter, and reloads while the page still works on it (the map, then
+    the attribution: 128 steps, about a minute). The address already holds the text, in one new history entry, so
+    the reloaded page shows what they typed, not the page before it."""
+    page = open_page("/?lang=en&view=importance&isteps=128")
+    box = page.get_by_label("Text A", exact=True)
+    start = page.evaluate("history.length")
+    mine = LONG.replace("lazy dog", "sleepy wombat", 1)  # not the page's default nor any earlier test's text
+    box.fill(mine)
+    box.press("Control+Enter")
+    # the attribution's bar: the run has passed the map and waits on a computation that lasts far longer than this test
+    page.get_by_text("Integrated gradients along the path", exact=False).wait_for(timeout=240_000)
+    assert page.get_by_test_id("stApp").get_attribute("data-test-script-state") == "running"
+    assert "sleepy+wombat" in page.url, page.url[:200]
+    assert page.evaluate("history.length") == start + 1
+    page.reload(wait_until="domcontentloaded")
+    page.get_by_label("Text A", exact=True).wait_for(timeout=120_000)
+    assert page.get_by_label("Text A", exact=True).input_value() == mine
+    assert_no_exception(page)
