@@ -68,9 +68,13 @@ def test_the_heads_form_when_played(lang):
     final = snaps[-1]
     prev = np.unravel_index(np.argmax(final.prev), final.prev.shape)
     ind = np.unravel_index(np.argmax(final.induction), final.induction.shape)
+    # the snapshots are stored in 1/255 steps: their bytes are sent, and the browser's k / 255 gives back each float32
+    assert fig["layout"]["meta"]["frame_bytes"] == 255
     for frame, snap in zip(fig["frames"], snaps):
-        np.testing.assert_allclose(plotly_array(frame["data"][0]["z"]), snap.maps[prev], atol=1e-6)
-        np.testing.assert_allclose(plotly_array(frame["data"][1]["z"]), snap.maps[ind], atol=1e-6)
+        for trace, head in ((0, prev), (1, ind)):
+            z = plotly_array(frame["data"][trace]["z"])
+            assert z.dtype == np.uint8
+            np.testing.assert_array_equal((z / np.float64(255)).astype(np.float32), snap.maps[head])
         assert f"{snap.induction[ind]:.2f}" in frame["layout"]["annotations"][1]["text"]
     assert fig["layout"]["updatemenus"][0]["buttons"][0]["label"] == ("▶ Play" if lang == "en" else "▶ 播放")
     assert fig["layout"]["yaxis"]["autorange"] == "reversed"

@@ -270,3 +270,47 @@ def test_panel_margins_hold_the_outer_labels_of_panels_side_by_side():
     assert left - 10 < need["l"] <= left + 10   # the left panel's numbers, not the right panel's long label
     assert need["r"] == 100 and fig.layout.margin.r == 100   # the colour bar
     assert fig.layout.margin.b == 200 and fig.layout.margin.l == int(np.ceil(need["l"]))  # never narrowed
+
+
+def test_every_byte_over_255_is_the_float32_the_server_held():
+    """The browser turns a byte k of a played history into k / 255, a double stored in a Float32Array: for every k
+    that is the float32 viz_core.lm.training reads back from its 1/255 steps (torch's float32 division)."""
+    import torch
+    k = np.arange(256)
+    browser = (k.astype(np.float64) / 255).astype(np.float32)
+    server = (torch.arange(256, dtype=torch.uint8).float() / 255).numpy()
+    np.testing.assert_array_equal(browser, server)
+
+
+def test_byte_steps_takes_only_matrices_stored_in_1_255_steps():
+    from viz_core.plots.common import byte_steps
+    k = np.random.default_rng(0).integers(0, 256, size=(5, 7)).astype(np.uint8)
+    np.testing.assert_array_equal(byte_steps(k.astype(np.float32) / np.float32(255)), k)
+    assert byte_steps(np.full((2, 2), 0.3, np.float32)) is None        # not a step of 1/255
+    assert byte_steps(k.astype(np.float64) / 255) is None              # float64: not what a snapshot holds
+    assert byte_steps(np.array([[np.nan, 0.0]], np.float32)) is None
+    assert byte_steps(np.array([[2.0, 0.0]], np.float32)) is None      # past 1
+    assert byte_steps(np.zeros((0,), np.float32)) is None
+
+
+def test_a_played_history_of_snapshots_sends_bytes_and_plotly_chart_gets_floats_back():
+    """Frames whose every matrix is in 1/255 steps go as bytes, marked in layout.meta; frames_in_floats (the drawing
+    of st.plotly_chart) turns them back into the same float32. One frame of other values: every frame stays float."""
+    from viz_core.plots.common import PlayLabels, animated, frames_in_floats
+    rng = np.random.default_rng(1)
+    maps = [rng.integers(0, 256, size=(3, 3)).astype(np.float32) / np.float32(255) for _ in range(4)]
+    base = matrix_heatmap(maps[0], list("abc"), list("abc"), title="step 0")
+    frames = [{"data": [dict(type="heatmap", z=m)], "traces": [0]} for m in maps]
+    fig = animated(base, frames, ["0", "1", "2", "3"], 0, PlayLabels())
+    assert fig.layout.meta["frame_bytes"] == 255
+    drawn = fig.to_dict()
+    assert [f["data"][0]["z"]["dtype"] for f in drawn["frames"]] == ["u1"] * 4
+    back = frames_in_floats(drawn)
+    for f, m in zip(back["frames"], maps):
+        np.testing.assert_array_equal(f["data"][0]["z"], m)
+    unmarked = base.to_dict()
+    assert frames_in_floats(unmarked) is unmarked  # no frames in bytes: as it was
+    mixed = frames + [{"data": [dict(type="heatmap", z=np.full((3, 3), 0.3, np.float32))], "traces": [0]}]
+    plain = animated(base, mixed, ["0", "1", "2", "3", "4"], 0, PlayLabels())
+    assert not (plain.layout.meta or {}).get("frame_bytes")
+    assert all(f["data"][0]["z"]["dtype"] == "f4" for f in plain.to_dict()["frames"])

@@ -126,11 +126,27 @@ function defaults(t) {  // the layout defaults st.plotly_chart's theme sets (siz
 function controls(fig) {
   const layout = fig.layout, recipe = layout.meta && layout.meta.trail_frames, data = fig.data || [];
   if (!fig.frames && !recipe && !layout.sliders && !layout.updatemenus) return null;
-  const given = fig.frames, n = data.length;
-  const later = { frames: () => given || (recipe ? trailFrames(recipe, data, n) : []),
+  const given = fig.frames, n = data.length, per = layout.meta && layout.meta.frame_bytes;
+  const later = { frames: () => (given ? frameFloats(given, per) : recipe ? trailFrames(recipe, data, n) : []),
                   layout: { sliders: layout.sliders || [], updatemenus: layout.updatemenus || [] } };
   delete fig.frames; delete layout.sliders; delete layout.updatemenus;
   return later;
+}
+// A played history whose matrices were stored in 1/255 steps (training snapshots) comes with each frame's z as its
+// bytes k (layout.meta.frame_bytes = 255: viz_core.plots.common.animated, a quarter of float32's bytes): each becomes
+// k / 255 in a Float32Array, the float32 the server held, in rows as plotly reads a 2-D typed array.
+function frameFloats(frames, per) {
+  if (!per) return frames;
+  for (const f of frames) for (const d of f.data || []) {
+    const z = d.z;
+    if (!z || z.dtype !== "u1" || !z.bdata) continue;
+    const k = values(z), out = new Float32Array(k.length);
+    for (let i = 0; i < k.length; i++) out[i] = k[i] / per;
+    const shape = String(z.shape || k.length).split(",").map(Number);
+    d.z = shape.length === 2 ? Array.from({ length: shape[0] }, (_, r) => out.subarray(r * shape[1], (r + 1) * shape[1]))
+      : out;
+  }
+  return frames;
 }
 // A race whose frames follow from its own faint full paths comes without them (layout.meta.trail_frames, written by
 // viz_core.plots.optimizers.trail_frames, which says the rule): they are made here when the controls are added,

@@ -9,7 +9,7 @@ import plotly.io as pio
 import streamlit as st
 from plotly.basedatatypes import BaseFigure
 
-from viz_core.plots.common import PLOTLY_CONFIG, PlayLabels
+from viz_core.plots.common import PLOTLY_CONFIG, PlayLabels, frames_in_floats
 
 from . import chart
 from .caches import ByteBoundedCache, arg_key
@@ -25,6 +25,12 @@ def spec(fig) -> dict:
     return figure_style(fig.to_dict())
 
 
+def plain_spec(fig) -> dict:
+    """spec(fig) for st.plotly_chart, which draws frames as they come: a played history's frames sent in bytes
+    (viz_core.plots.common.animated) back in floats, as the chart element turns them in the browser."""
+    return frames_in_floats(spec(fig))
+
+
 def plot(fig, key: str | None = None, on_select=None, selection_mode: str = "points"):
     """A figure with the house settings (theme-aware colours, PNG export button, full width), drawn by the house
     chart element (chart.py: plotly.js in the page, one layout per chart), or by st.plotly_chart where the element is
@@ -34,7 +40,7 @@ def plot(fig, key: str | None = None, on_select=None, selection_mode: str = "poi
     if chart.available():
         payload = getattr(fig, _JSON, None) or chart.to_bytes(spec(fig))
         return chart.draw(payload if on_select is None else chart.selectable(payload), key=key, on_select=on_select)
-    drawn = getattr(fig, _SPEC, None) or spec(fig)
+    drawn = getattr(fig, _SPEC, None) or plain_spec(fig)
     kw = {} if on_select is None else {"on_select": on_select, "selection_mode": selection_mode}
     return st.plotly_chart(_Serialised(drawn), key=key, config=PLOTLY_CONFIG, theme="streamlit", width="stretch",
                            **kw)
@@ -49,7 +55,7 @@ def share(fig):
     if chart.available():
         object.__setattr__(fig, _JSON, chart.to_bytes(spec(fig)))
     else:
-        object.__setattr__(fig, _SPEC, spec(fig))
+        object.__setattr__(fig, _SPEC, plain_spec(fig))
     return fig
 
 

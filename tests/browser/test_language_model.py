@@ -78,3 +78,40 @@ def test_the_two_heads_side_by_side_read_on_a_phone(open_page, lang, width):
     assert page.locator(f"{chart} .y2tick text").count() == 0  # the right map shares the left map's query labels
     assert_no_exception(page)
     screenshot(page, f"lm_patterns_{lang}_{width}")
+
+
+_FRAMES = """() => { const gd = document.querySelector('.st-key-lm-patterns .js-plotly-plot');
+  const frames = gd && gd._transitionData && gd._transitionData._frames;
+  if (!frames || !frames.length) return null;
+  const rows = (z) => Array.from(z, (r) => Array.from(r));
+  return frames.map((f) => f.data.map((d) => rows(d.z))); }"""
+_SHOWN = """() => { const gd = document.querySelector('.st-key-lm-patterns .js-plotly-plot');
+  return [gd.data[0].z, gd.data[3].z].map((z) => Array.from(z, (r) => Array.from(r))); }"""
+
+
+def test_the_played_heads_are_the_snapshots_to_the_last_digit(open_page):
+    """The snapshots' maps travel as bytes in 1/255 steps (a quarter of float32's): every frame the browser plays
+    holds exactly the float32 the shipped model's snapshots hold, and Play ends on the last one drawn."""
+    import numpy as np
+
+    from app_pages._ui.training_job import shipped_path
+    from viz_core.lm.training import load_lm
+    snaps = load_lm(shipped_path("lm_induction")).snapshots
+    final = snaps[-1]
+    heads = [np.unravel_index(np.argmax(final.prev), final.prev.shape),
+             np.unravel_index(np.argmax(final.induction), final.induction.shape)]
+    page = open_page("/language_model?lang=en&snap=0", height=3600)
+    page.wait_for_function(f"() => ({_FRAMES})() !== null", timeout=60_000)
+    frames = page.evaluate(_FRAMES)
+    assert len(frames) == len(snaps)
+    for frame, snap in zip(frames, snaps):
+        for z, (layer, head) in zip(frame, heads):
+            np.testing.assert_array_equal(np.asarray(z, dtype=np.float64), snap.maps[layer, head].astype(np.float64))
+    chart = page.locator(".st-key-lm-patterns .js-plotly-plot")
+    chart.scroll_into_view_if_needed()
+    chart.locator(".updatemenu-button").first.click()  # ▶ Play
+    chart.locator(".gtitle").filter(has_text=f": {final.step}").wait_for(timeout=60_000)
+    shown = page.evaluate(_SHOWN)
+    for z, (layer, head) in zip(shown, heads):
+        np.testing.assert_array_equal(np.asarray(z, dtype=np.float64), final.maps[layer, head].astype(np.float64))
+    assert_no_exception(page)

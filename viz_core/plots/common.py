@@ -1,6 +1,7 @@
 """Shared look of every figure: colour scales, matrix heatmaps the right way up, export settings."""
 from __future__ import annotations
 
+import base64
 import html
 import unicodedata
 from collections.abc import Sequence
@@ -695,6 +696,64 @@ def set_frames(fig: go.Figure, frames: list[go.Frame]) -> None:
         fig.frames = frames
 
 
+BYTE_STEPS = 255  # a matrix stored in 1/255 steps (a training snapshot's attention) goes to a played history as bytes
+
+
+def byte_steps(z) -> np.ndarray | None:
+    """The bytes k (uint8) of a float32 matrix whose every entry is exactly float32(k / 255), k in 0..255 (a matrix
+    stored in 1/255 steps and read back, as viz_core.lm.training keeps snapshots); None for any other matrix.
+
+    The browser's k / 255 (a double, stored in a Float32Array) is the same float32 for every k, so what is drawn and
+    hovered does not change; the bytes are a quarter of float32's."""
+    z = np.asarray(z)
+    if z.dtype != np.float32 or not z.size or not np.isfinite(z).all():
+        return None
+    k = np.rint(z * BYTE_STEPS)
+    if k.min() < 0 or k.max() > BYTE_STEPS:
+        return None
+    k = k.astype(np.uint8)
+    return k if np.array_equal(k.astype(np.float32) / np.float32(BYTE_STEPS), z) else None
+
+
+def _frames_in_bytes(frames: Sequence[dict]) -> list[dict] | None:
+    """frames with every trace's z as its bytes (byte_steps), or None unless every z of every frame has them (then no
+    frame is changed: the browser reads the figure's frames one way)."""
+    out = []
+    for f in frames:
+        data = []
+        for d in f["data"]:
+            k = byte_steps(d["z"]) if "z" in d else None
+            if "z" in d and k is None:
+                return None
+            data.append(d | {"z": k} if k is not None else d)
+        out.append(f | {"data": data})
+    return out if any("z" in d for f in frames for d in f["data"]) else None
+
+
+def frames_in_floats(figure: dict) -> dict:
+    """A figure dict (fig.to_dict()) whose frames came in bytes (layout.meta.frame_bytes, see animated) with each z
+    back in float32, k / 255: for a drawing that does not turn them back itself (st.plotly_chart). Any other figure is
+    returned as it is."""
+    per = ((figure.get("layout") or {}).get("meta") or {})
+    per = per.get("frame_bytes") if isinstance(per, dict) else None
+    if not per:
+        return figure
+    frames = []
+    for f in figure.get("frames") or []:
+        data = []
+        for d in f.get("data") or []:
+            z = d.get("z")
+            if isinstance(z, dict) and z.get("dtype") == "u1":
+                shape = [int(n) for n in str(z.get("shape", "-1")).split(",")]
+                k = np.frombuffer(base64.b64decode(z["bdata"]), np.uint8).reshape(shape)
+                d = d | {"z": k.astype(np.float32) / np.float32(per)}
+            elif isinstance(z, np.ndarray) and z.dtype == np.uint8:
+                d = d | {"z": z.astype(np.float32) / np.float32(per)}
+            data.append(d)
+        frames.append(f | {"data": data})
+    return figure | {"frames": frames}
+
+
 def animated(fig: go.Figure, frames: Sequence[dict], names: Sequence[str], active: int,
              labels: PlayLabels = PlayLabels(), frame_ms: int = PLAY_FRAME_MS, slider: bool = True,
              below: int = 70) -> go.Figure:
@@ -708,6 +767,11 @@ def animated(fig: go.Figure, frames: Sequence[dict], names: Sequence[str], activ
     below: the pixels under the plot area that its lowest x axis takes (tick labels and title); the controls go
     under them."""
     fig = go.Figure(fig)  # a copy: a shared figure stays as it is
+    in_bytes = _frames_in_bytes(frames)
+    if in_bytes is not None:  # the chart element turns them back (app_pages/_ui/chart.py, frameBytes)
+        frames = in_bytes
+        meta = fig.layout.meta if isinstance(fig.layout.meta, dict) else {}
+        fig.update_layout(meta=meta | {"frame_bytes": BYTE_STEPS})
     moment = (lambda name: {"title": {"text": f"{plain(labels.prefix)}: {name}"}}) if not slider else (lambda _: {})
     set_frames(fig, [go.Frame(name=str(name), data=f["data"], traces=f["traces"],
                               layout=(f.get("layout") or {}) | moment(name)) for f, name in zip(frames, names)])
