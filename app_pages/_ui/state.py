@@ -7,9 +7,11 @@ Three facts of Streamlit shape this module:
 - An option widget's value comes back from the browser as its displayed label, so after a language switch an
   English label would not match the Chinese options. Option widgets are therefore keyed per language (a new widget
   after a switch, seeded from the store), and the store only ever holds stable ids, never labels.
-- Every change of the address pushes one browser-history entry, so the address is written once per script run, only
-  when it differs, and holds only non-default values (a first visit writes nothing). Sidebar links carry each page's
-  address, so a page switch is one entry too.
+- Every change of the address pushes one browser-history entry, so the address is written only when it differs: at
+  the end of a script run, or once earlier in a run that waits on long work (feedback.wait_for's bar, feedback.busy
+  after 0.25 s; the end then finds it written), so that a reload during the wait comes back to what was asked. It
+  holds only non-default values (a first visit writes nothing). Sidebar links carry each page's address, so a page
+  switch is one entry too.
 
 The address (the query string) of a page is the text form of its non-default values. It is read when a page opens for
 the first time in a session (a shared link, a reload), and on Back / Forward (the address is then the truth: a missing
