@@ -76,7 +76,7 @@ def main() -> None:
     completed = False
     ctx = get_script_run_ctx()
     try:
-        with leaving.running(ctx.session_id if ctx else None):  # abandoned if the visitor leaves meanwhile
+        with leaving.running(ctx.session_id if ctx else None), state.early_address():  # (a long run: see state.py)
             nav.run()
         completed = True
     except StopException:  # st.stop(): the run ends here, complete

@@ -56,7 +56,7 @@ def model_box():
         with waiting:
             ui.plot(placeholder_figure(t("attention.loading")), key="attention.waiting")
     try:
-        with ui.busy(t("attention.loading")):
+        with st.spinner(t("attention.loading")):
             m = models.info(name)
     except InputError as exc:
         error(exc)
@@ -350,7 +350,7 @@ def view_heads(src: Source, c: Chosen) -> None:
 
 def view_lens(src: Source, c: Chosen | None) -> None:
     try:
-        with ui.busy(t("attention.lens_running")):
+        with st.spinner(t("attention.lens_running")):
             lens = cached.lens(src.name, src.text)
     except InputError as exc:
         error(exc)

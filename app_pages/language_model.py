@@ -448,7 +448,7 @@ def real_generation(model_id: str) -> None:
     real_notes(d)
     if not models.packaged_gate(model_id):  # still converting: its progress is drawn, nothing else
         return
-    with ui.busy(t("lm.real_loading", name=d.title)):
+    with st.spinner(t("lm.real_loading", name=d.title)):
         m, err = ui.safe(models.model, model_id)  # the shared model (loaded once per server)
     if err is not None:
         ui.show_error(err)
@@ -457,7 +457,7 @@ def real_generation(model_id: str) -> None:
     real_intro(d, m, shape)
     prompt, settings = generation_settings(t("lm.real_prompt_help", n=real.MAX_PROMPT_TOKENS), "real_prompt",
                                            t("lm.real_default_prompt"))
-    with ui.busy(t("lm.real_generating", name=d.title)):
+    with st.spinner(t("lm.real_generating", name=d.title)):
         trace, err = ui.safe(cached.real_generation, model_id, prompt, **settings)
     if err is not None:
         ui.show_error(err)

@@ -197,27 +197,28 @@ def test_the_readme_lists_every_pages_address():
         assert f"| `/{stem}` |" in readme or f"`/{stem}` |" in readme, stem
 
 
-def _busy_app():
+def _early_app():
     import time
 
     import streamlit as st
 
-    from app_pages._ui import feedback, state
+    from app_pages._ui import state
     state.begin("page")
     state.commit("text", "mine", "default")  # the address asks for text=mine from now on (written by the run's end)
-    with feedback.busy("working"):
+    with state.early_address(0.25):
         time.sleep(0.05)
         quick = st.query_params.to_dict()
-    with feedback.busy("working"):
+    with state.early_address(0.25):
         time.sleep(1.0)
         slow = st.query_params.to_dict()
     st.text(f"{quick}|{slow}")
 
 
-def test_work_that_takes_a_while_writes_the_address_while_it_runs():
-    """feedback.busy: work of a run that lasts past EARLY_ADDRESS_S has the address written while it still runs (a
-    reload then comes back to the visitor's input); work that ends sooner writes nothing early."""
+def test_a_run_that_takes_a_while_writes_the_address_while_it_works():
+    """state.early_address (around every page run in app.py): a run that lasts past its time has the address written
+    while it still works, so a reload then comes back to the visitor's input; a run that ends sooner writes nothing
+    early."""
     from streamlit.testing.v1 import AppTest
-    at = AppTest.from_function(_busy_app, default_timeout=30).run()
+    at = AppTest.from_function(_early_app, default_timeout=30).run()
     assert not at.exception
     assert at.text[0].value == "{}|{'text': 'mine'}"

@@ -12,7 +12,7 @@ This file is an index: each name lives in the module of its concern and is re-ex
                   glossary links                                    glossed, glossary_href
     figures.py    figures drawn with the house settings, shared     plot, share, SharedFigures, play_labels
                   figures cached by their arguments
-    feedback.py   bad input, progress, results to take away         show_error, safe, wait_for, busy, download
+    feedback.py   bad input, progress, results to take away         show_error, safe, wait_for, download
     style.py      the page's CSS and the figures' house settings    page_style, PAGE_CSS
 
 Importing any of them changes nothing global (plotly's templates included): the house figure settings are applied to
@@ -21,7 +21,7 @@ each figure where it is drawn (figures.spec), the CSS by app.py's call of page_s
 from __future__ import annotations
 
 from . import chart, state
-from .feedback import busy, download, safe, show_error, wait_for
+from .feedback import download, safe, show_error, wait_for
 from .figures import SharedFigures, play_labels, plot, share
 from .language import LANG_KEY, lang, pin_lang, t
 from .markdown import Md, code_md, glossary_href, glossed, latex, plain_md, table, tables
@@ -32,7 +32,7 @@ from .widgets import (HIDDEN, checkbox, fold, link, multiselect, number, pills, 
 
 __all__ = [
     "chart", "state",
-    "busy", "download", "safe", "show_error", "wait_for",
+    "download", "safe", "show_error", "wait_for",
     "SharedFigures", "play_labels", "plot", "share",
     "LANG_KEY", "lang", "pin_lang", "t",
     "Md", "code_md", "glossary_href", "glossed", "latex", "plain_md", "table", "tables",

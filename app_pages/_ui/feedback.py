@@ -1,17 +1,14 @@
 """What a page tells a person about the work they asked for: bad input as a message that says what to fix
-(show_error, safe), a long computation's progress (wait_for, busy), and its results to take away (download).
+(show_error, safe), a long computation's progress (wait_for), and its results to take away (download).
 
 Errors and downloads sit together because both are the page's answer to a request; neither draws a control that
 holds state (widgets.py) nor a figure (figures.py)."""
 from __future__ import annotations
 
-import threading
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from typing import Any
 
 import streamlit as st
-from streamlit.runtime.scriptrunner import add_script_run_ctx
 
 from viz_core.errors import InputError, report_unexpected
 from viz_core.runtime.cancel import Cancelled, requested as cancel_requested
@@ -75,27 +72,6 @@ def wait_for(flight: Callable[[], Flight], label: Callable[[int, int], str]) -> 
         except Cancelled:
             if cancel_requested() or attempt == WAIT_RETRIES - 1:
                 raise
-
-
-EARLY_ADDRESS_S = 0.25  # work in a run that takes longer writes the address first (as wait_for's bar does)
-
-
-@contextmanager
-def busy(text: str) -> Iterator[None]:
-    """st.spinner(text) around work done in this run that may take a while (loading a model, the logit lens, a query-key
-    map of a long text). Once the work has taken EARLY_ADDRESS_S, the address is written (state.sync_address, from a
-    timer thread that carries the run's context, as Streamlit's own spinner is shown): a reload or a shared link
-    during the wait comes back to what the visitor asked for, and the end of the run finds the same address and
-    writes nothing. Work that ends sooner writes nothing early."""
-    timer = threading.Timer(EARLY_ADDRESS_S, state.sync_address)
-    add_script_run_ctx(timer)
-    with st.spinner(text):
-        timer.start()
-        try:
-            yield
-        finally:
-            timer.cancel()
-            timer.join()  # (a write under way ends before the run goes on)
 
 
 def download(label: str, data: bytes | str | Callable[[], bytes | str], file_name: str, mime: str,

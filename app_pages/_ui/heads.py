@@ -17,7 +17,7 @@ from viz_core.plots import heads as plots
 from viz_core.pretrained import heads
 from viz_core.runtime.threads import thread_budget
 
-from . import busy, download, fold, glossed, latex, plain_md, plot, radio, show_error, t, table
+from . import download, fold, glossed, latex, plain_md, plot, radio, show_error, t, table
 from . import models
 
 SCORES = ("induction", "previous")
@@ -62,7 +62,7 @@ def draw(name: str, layer: int, head: int, on_open: Callable[[int, int], None]) 
           r"\mathrm{ind}_{\ell,h} = \frac{1}{T}\sum_{i=T+1}^{2T} A^{\ell,h}_{i,\; i-T+1},\qquad "
           r"\mathrm{prev}_{\ell,h} = \frac{1}{N-1}\sum_{i=1}^{N-1} A^{\ell,h}_{i,\; i-1}")
     try:
-        with busy(t("heads.running")):
+        with st.spinner(t("heads.running")):
             s = scores(name)
     except InputError as exc:
         show_error(exc)
@@ -127,7 +127,7 @@ def lens_fold(name: str) -> None:
         return
     with box:
         try:
-            with busy(t("heads.lens_running")):
+            with st.spinner(t("heads.lens_running")):
                 r = settling(name)
         except InputError as exc:
             show_error(exc)

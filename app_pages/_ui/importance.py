@@ -158,7 +158,7 @@ def draw(inp: Input, layer: int, head: int) -> None:
     try:
         r = ui.wait_for(lambda: _flight(_maps, importance_work, *key),
                         lambda percent, seconds: t("importance.progress_map", percent=percent, seconds=seconds))
-        with ui.busy(t("importance.computing")):
+        with st.spinner(t("importance.computing")):
             peak = peakedness(inp.name, inp.text, inp.pair, inp.target if inp.kind == "encoder-decoder" else "",
                               inp.part, stat)
     except InputError as exc:

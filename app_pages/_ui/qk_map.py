@@ -60,7 +60,7 @@ def draw(name: str, kind: str, text: str, layer: int, head: int, unk: str, model
         st.info(t("attention.qk_unsupported", name=ui.plain_md(model_name)))
         return
     try:
-        with ui.busy(t("attention.qk_computing")):
+        with st.spinner(t("attention.qk_computing")):
             points, proj, left_out = cached.qk_head(name, text, tuple(langs), layer, head, unk)
     except InputError as exc:
         if exc.code == "attention.qkv_unsupported":

@@ -8,10 +8,10 @@ Three facts of Streamlit shape this module:
   English label would not match the Chinese options. Option widgets are therefore keyed per language (a new widget
   after a switch, seeded from the store), and the store only ever holds stable ids, never labels.
 - Every change of the address pushes one browser-history entry, so the address is written only when it differs: at
-  the end of a script run, or once earlier in a run that waits on long work (feedback.wait_for's bar, feedback.busy
-  after 0.25 s; the end then finds it written), so that a reload during the wait comes back to what was asked. It
-  holds only non-default values (a first visit writes nothing). Sidebar links carry each page's address, so a page
-  switch is one entry too.
+  the end of a script run, or once earlier in a run that works for long (early_address after 0.25 s, wait_for when
+  its progress bar appears; the end then finds it written), so that a reload during the wait comes back to what was
+  asked. It holds only non-default values (a first visit writes nothing). Sidebar links carry each page's address,
+  so a page switch is one entry too.
 
 The address (the query string) of a page is the text form of its non-default values. It is read when a page opens for
 the first time in a session (a shared link, a reload), and on Back / Forward (the address is then the truth: a missing
@@ -26,11 +26,13 @@ from __future__ import annotations
 
 import logging
 import re
-from collections.abc import Callable
+import threading
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from typing import Any
 
 import streamlit as st
-from streamlit.runtime.scriptrunner import get_script_run_ctx
+from streamlit.runtime.scriptrunner import add_script_run_ctx, get_script_run_ctx
 
 from viz_core.i18n import LANGUAGES
 
@@ -228,13 +230,37 @@ def page_address(ns: str, lang: str) -> dict[str, str]:
     return params | st.session_state.get(ADDRESS, {}).get(ns, {})
 
 
+_WRITING = threading.Lock()  # the run's thread and its early-address timer never write the address at once
+
+
 def sync_address() -> None:
     """Write the open page's address, in one message and only if it changed (one browser-history entry)."""
     if PAGE not in st.session_state:
         return
-    target = page_address(page(), st.session_state.get(LANG, DEFAULT_LANG))
-    if st.query_params.to_dict() != target:
-        st.query_params.from_dict(target)
+    with _WRITING:
+        target = page_address(page(), st.session_state.get(LANG, DEFAULT_LANG))
+        if st.query_params.to_dict() != target:
+            st.query_params.from_dict(target)
+
+
+EARLY_ADDRESS_S = 0.25  # a run that takes longer has its address written while it still works
+
+
+@contextmanager
+def early_address(after_s: float = EARLY_ADDRESS_S) -> Iterator[None]:
+    """Around a page's script run: once the run has taken after_s, the address is written with the values committed
+    so far (the controls are drawn first, the long work comes after them), from a timer thread that carries the
+    run's context, as Streamlit shows its spinner. A reload or a shared link while the page still works (a model's
+    forward pass over a long text, the logit lens, a head map) then comes back to what the visitor asked for; the
+    end of the run writes again only what changed since. A run that ends sooner writes nothing early."""
+    timer = threading.Timer(after_s, sync_address)
+    add_script_run_ctx(timer)
+    timer.start()
+    try:
+        yield
+    finally:
+        timer.cancel()
+        timer.join()  # (a write under way ends before the run's own)
 
 
 # ---------------------------------------------------------------- what a session keeps of its widgets
