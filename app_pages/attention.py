@@ -141,9 +141,9 @@ def unknown_causes(r: AttentionResult) -> str:
     """One sentence per cause of the unknown tokens (UnknownCauses), the text's pieces shown as typed."""
     if r.unknown is None:
         return ""
-    return " ".join(t(f"attention.unk_cause_{cause}", n=n, unk=r.unk_token, max=r.unknown.max_word_chars,
-                      examples=ui.plain_md(t("attention.list_sep").join(r.unknown.examples[cause])))
-                    for cause, n in r.unknown.counts.items() if n)
+    return ui.sentences(*(t(f"attention.unk_cause_{cause}", n=n, unk=r.unk_token, max=r.unknown.max_word_chars,
+                            examples=ui.plain_md(t("attention.list_sep").join(r.unknown.examples[cause])))
+                          for cause, n in r.unknown.counts.items() if n))
 
 
 # ---------------------------------------------------------------- what to show
@@ -252,7 +252,7 @@ def view_head(src: Source, c: Chosen) -> None:
         st.caption(t("attention.causal_seen"))
     window_note(src, c)
     st.caption(t("attention.head_explain") if c.block == "all" and not c.hide else
-               t("attention.head_explain_part") + " " + row_sum_note(c.weights[c.layer, c.head], "mean", c))
+               ui.sentences(t("attention.head_explain_part"), row_sum_note(c.weights[c.layer, c.head], "mean", c)))
     ui.latex(r"w_{ij} = \mathrm{softmax}_j\!\left(\frac{q_i \cdot k_j}{\sqrt{d_k}}\right), \qquad \sum_j w_{ij} = 1")
 
 
@@ -270,9 +270,9 @@ def window_note(src: Source, c: Chosen) -> None:
 
 
 def view_grid(src: Source, c: Chosen) -> None:
-    st.caption(t("attention.grid_explain", size=min(GRID_THUMB, c.weights.shape[-1])) + " "
-               + (t("attention.scale_auto_grid", q=f"{plots.COLOUR_QUANTILE * 100:.0f}") if c.auto
-                  else t("attention.scale_fixed")))
+    st.caption(ui.sentences(t("attention.grid_explain", size=min(GRID_THUMB, c.weights.shape[-1])),
+                            t("attention.scale_auto_grid", q=f"{plots.COLOUR_QUANTILE * 100:.0f}") if c.auto
+                            else t("attention.scale_fixed")))
     fig = plots.model_grid(c.weights, thumb=GRID_THUMB, layer_label=t("attention.layer"),
                            head_label=t("attention.head"), hover_hint=t("attention.grid_hover"),
                            selected=(c.layer, c.head), auto_scale=c.auto, value_name=t("attention.weight"))
@@ -308,7 +308,7 @@ def view_aggregate(src: Source, c: Chosen) -> None:
     how = "mean" if how == "rollout" else how
     agg = head_analysis.aggregate(c.weights[c.layer:c.layer + 1], how)[0]
     heatmap(agg, f"{t(f'attention.agg_{how}')} · {t('attention.layer')} {c.layer}", "agg_fig", c)
-    st.caption(t(f"attention.agg_explain_{how}") + " " + row_sum_note(agg, how, c))
+    st.caption(ui.sentences(t(f"attention.agg_explain_{how}"), row_sum_note(agg, how, c)))
 
 
 def view_stats(src: Source, c: Chosen) -> None:

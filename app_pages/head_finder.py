@@ -89,10 +89,11 @@ def read_note(res: HeadFinder, kind: str) -> None:
     by_source = res.read_by_source()
     parts = [t(f"head_finder.source_{s}", n=n, tokens=k) for s, (n, k) in by_source.items() if s != "repeat"]
     text_read, repeat_read = res.read["previous"], res.read["induction"]
-    st.caption(t("head_finder.read_text", parts=t("attention.list_sep").join(parts) or "0",
-                 queries=text_read.queries) + " " +
-               (t("head_finder.read_repeat", n=repeat_read.sentences, tokens=repeat_read.tokens,
-                  queries=repeat_read.queries) if repeat_read.sentences else t("head_finder.no_repeat")))
+    st.caption(ui.sentences(
+        t("head_finder.read_text", parts=t("attention.list_sep").join(parts) or t("head_finder.read_none"),
+          queries=text_read.queries),
+        t("head_finder.read_repeat", n=repeat_read.sentences, tokens=repeat_read.tokens, queries=repeat_read.queries)
+        if repeat_read.sentences else t("head_finder.no_repeat")))
     left = {s: n for s, n in res.skipped.items() if n}
     if left:
         st.caption(t("head_finder.skipped", parts=t("attention.list_sep").join(

@@ -98,7 +98,7 @@ def accuracy_by_length(model) -> None:
         notes.append(t("train.by_length_step", step=model.info["by_length_step"]))
     if model.task.name == "addition":
         notes.append(t("train.by_length_addition"))
-    st.caption(" ".join(notes))
+    st.caption(ui.sentences(*notes))
 
 
 # ---------------------------------------------------------------- train tab
@@ -448,12 +448,12 @@ def result_text(result) -> str:
     if o is None:
         text = t(f"train.reason_{result.reason}", step=result.step)
         if result.accuracy is not None and result.reason != "target":
-            text += " " + t("train.reason_acc", acc=pct(result.accuracy))
+            text = ui.sentences(text, t("train.reason_acc", acc=pct(result.accuracy)))
         return text
     text = reason_words(result.reason, o)
     if o["evaluations"]:
-        text += " " + t("train.reason_last", eval_step=o["eval_step"], n=o["worst_len"], acc=pct(o["worst"]),
-                        all=pct(o["overall"]))
+        text = ui.sentences(text, t("train.reason_last", eval_step=o["eval_step"], n=o["worst_len"],
+                                    acc=pct(o["worst"]), all=pct(o["overall"])))
     return text
 
 

@@ -40,6 +40,14 @@ def test_lookup_and_fallbacks():
         i18n.t("common.no_such_key", "en")
 
 
+def test_sentences_are_joined_as_each_language_writes_them():
+    """A space between English sentences; none after a Chinese full stop ("。 归纳" is a typo to a Chinese reader)."""
+    assert i18n.sentences(["One.", "Two."], "en") == "One. Two."
+    assert i18n.sentences(["一。", "二。"], "zh") == "一。二。"
+    assert i18n.sentences(["一。", "", "二。"], "zh-CN") == "一。二。"  # an empty part adds nothing, not a gap
+    assert i18n.sentences(["One.", ""], "en") == "One."
+
+
 def test_a_page_is_called_by_its_sidebar_name_everywhere():
     """Text that sends the reader to another page names it exactly as the sidebar does (“计算步骤”页, not “机制”页)."""
     import re

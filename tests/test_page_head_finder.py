@@ -110,6 +110,21 @@ def test_own_text_is_read_as_its_own_corpus():
     assert set(examples["corpus"]) == {"your text"}
 
 
+def test_what_was_read_is_written_as_chinese_is_written():
+    """The note of what the scores read, in Chinese: its parts follow each other without the spaces English puts
+    between sentences and around a list."""
+    at = open_finder({"lang": "zh", "corpus": "own", "own": "The cat sat on the mat. The dog sat on the rug. A bird sang."})
+    assert_clean(at)
+    note = next(c.value for c in at.caption if "分数读取了" in c.value)
+    assert "读取了你的文本中的句子 3 句" in note
+    assert "个查询。归纳与重复词元分数读取了" in note
+    assert "。 " not in note
+    # a text the packaged model cannot read (its vocabulary has almost no Chinese): nothing read, said in words
+    at = open_finder({"lang": "zh", "corpus": "own", "own": "我昨天在图书馆看见一只猫。那只猫坐在窗边看书。"})
+    note = next(c.value for c in at.caption if "分数读取了" in c.value)
+    assert "读取了零个句子：共 0 个查询。归纳" in note
+
+
 def test_markup_in_own_text_and_probe_is_shown_as_typed():
     text = "**pwnbold** [pwnlink](https://evil.example/) <b>x</b>. Second sentence here."
     at = open_finder({"corpus": "own", "own": text, "probe": "**bold** <b>y</b> [a](https://evil.example/)"})

@@ -16,6 +16,8 @@ LANGUAGE_NAMES = {"en": "English", "zh": "中文"}
 LOCALES_DIR = Path(__file__).parent / "locales"
 # a glossary mark in our own texts: [[softmax]] or [[softmax|the softmax]] (the pages draw it as a link to that term
 # of the glossary, app_pages/_ui.glossed; the language model's corpus keeps the words shown, viz_core.lm.corpus)
+# between two sentences: a space in English; none in Chinese, whose full stop (。！？) carries its own room
+SENTENCE_GAP = {"en": " ", "zh": ""}
 GLOSSARY_MARK = re.compile(r"\[\[([a-z_]+)(?:\|([^\]]+))?\]\]")
 
 
@@ -51,3 +53,9 @@ def t(key: str, lang: str = "en", **kwargs) -> str:
         return text
     values = {k: v[lang] if isinstance(v, dict) and set(v) == set(LANGUAGES) else v for k, v in kwargs.items()}
     return text.format(**values)
+
+
+def sentences(parts, lang: str = "en") -> str:
+    """Sentences written one after another as the language writes them: "One. Two." in English, "一。二。" in Chinese
+    (no space after a Chinese full stop). Empty parts are left out."""
+    return SENTENCE_GAP[normalise_lang(lang)].join(p for p in parts if p)

@@ -3,7 +3,7 @@ st.cache_* calls. Pages call `ui.setup("attention")` first, then `ui.<name>` for
 
 This file is an index: each name lives in the module of its concern and is re-exported here.
 
-    language.py   the page's language and its strings               lang, pin_lang, t, LANG_KEY
+    language.py   the page's language and its strings               lang, pin_lang, t, sentences, LANG_KEY
     widgets.py    controls whose value holds (see state.py), links  setup, selectbox, radio, segmented, select_slider,
                                                                     multiselect, pills, tabs, fold, slider, number,
                                                                     checkbox, text, HIDDEN, link
@@ -23,7 +23,7 @@ from __future__ import annotations
 from . import chart, state
 from .feedback import download, safe, show_error, wait_for
 from .figures import SharedFigures, play_labels, plot, share
-from .language import LANG_KEY, lang, pin_lang, t
+from .language import LANG_KEY, lang, pin_lang, sentences, t
 from .markdown import Md, code_md, glossary_href, glossed, latex, plain_md, table, tables
 from .state import set_value, value
 from .style import PAGE_CSS, page_style

@@ -14,7 +14,7 @@ from viz_core.plots import decoder as plots
 from viz_core.pretrained.architecture import Architecture
 from viz_core.pretrained.head_analysis import SinkShares
 
-from . import download, fold, glossed, latex, link, plain_md, plot, radio, t
+from . import download, fold, glossed, latex, link, plain_md, plot, radio, sentences, t
 
 SINK_THRESHOLD = 0.5  # a head that puts more than half its attention on the first token counts as a sink head
 
@@ -106,8 +106,9 @@ def sinks_view(shares: SinkShares, arch: Architecture | None, key: str, selected
     kw = dict(on_select=on_select, selection_mode="points") if on_select else {}
     plot(fig, key=key, **kw)
     n_sink = int((shares.first > SINK_THRESHOLD).sum())
-    st.markdown(t("decoder.sinks_summary", mean=f"{shares.first.mean():.2f}", n=n_sink, total=shares.first.size,
-                  share=f"{SINK_THRESHOLD:.1f}") + (" " + t("decoder.sinks_click") if on_select else ""))
+    st.markdown(sentences(t("decoder.sinks_summary", mean=f"{shares.first.mean():.2f}", n=n_sink,
+                            total=shares.first.size, share=f"{SINK_THRESHOLD:.1f}"),
+                          t("decoder.sinks_click") if on_select else ""))
     if on_select:  # the Attention page: its head view can leave the sink out of the colour scale
         st.caption(t("decoder.sinks_why"))
     if arch is not None and arch.variant != "mha":
@@ -200,7 +201,7 @@ def architecture_box(arch: Architecture, param: str = "arch", n_layers: int = 0)
             st.markdown("\n".join(t("decoder.group_line", g=g, heads=", ".join(map(str, heads)))
                                   for g, heads in enumerate(arch.groups())))
         st.markdown(t(f"decoder.pos_explain_{arch.positions}"))
-        st.markdown(t(f"decoder.norm_explain_{arch.norm}") + " " + t(f"decoder.place_explain_{arch.norm_place}"))
+        st.markdown(sentences(t(f"decoder.norm_explain_{arch.norm}"), t(f"decoder.place_explain_{arch.norm_place}")))
         link("mechanics", t("decoder.link_mechanics", variant=t(f"decoder.variant_{arch.variant}")),
              mechanics_params(arch))
         link("positions", t("decoder.link_positions", positions=t(f"decoder.pos_{arch.positions}")),

@@ -42,3 +42,8 @@ def pin_lang(settled: str | None) -> None:
 def t(key: str, **kwargs) -> str:
     """Translated UI string for the current language."""
     return i18n.t(key, lang(), **kwargs)
+
+
+def sentences(*parts: str) -> str:
+    """Sentences one after another in the current language (i18n.sentences: no space after a Chinese full stop)."""
+    return i18n.sentences(parts, lang())
