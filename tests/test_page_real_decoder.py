@@ -31,7 +31,8 @@ def test_gemma_is_described_with_its_window_scale_and_licence(lang):
     text = page_text(at)
     assert "18" in at.markdown[0].value and "gemma3-270m" in at.markdown[0].value
     assert i18n.t("decoder.variant_mqa", lang) in text
-    assert "0–4, 6–10, 12–16" in text and "5, 11, 17" in text  # the sliding-window layers, and the full ones
+    sep = {"en": ", ", "zh": "、"}[lang]  # the sliding-window layers, and the full ones, listed as the language lists
+    assert sep.join(("0–4", "6–10", "12–16")) in text and sep.join(("5", "11", "17")) in text
     assert "1/√256" in text.replace("/ √", "/√") or "√256" in text
     assert "Q4_K_M" in text and "ai.google.dev/gemma/terms" in text
     assert not at.warning  # the Chinese sentence reads with no unknown tokens

@@ -146,14 +146,14 @@ POSITION_PARTS = {"rope": "learned", "learned": "learned", "sinusoidal": "heatma
 
 
 def layer_ranges(layers) -> str:
-    """(0, 1, 2, 3, 4, 6, 7) -> "0–4, 6–7": runs of consecutive layers."""
+    """(0, 1, 2, 3, 4, 6, 7) -> "0–4, 6–7" ("0–4、6–7" in Chinese): runs of consecutive layers."""
     runs: list[list[int]] = []
     for i in layers:
         if runs and i == runs[-1][-1] + 1:
             runs[-1].append(i)
         else:
             runs.append([i])
-    return ", ".join(f"{r[0]}–{r[-1]}" if len(r) > 1 else str(r[0]) for r in runs)
+    return t("attention.list_sep").join(f"{r[0]}–{r[-1]}" if len(r) > 1 else str(r[0]) for r in runs)
 
 
 def attention_facts(arch: Architecture, n_layers: int) -> list[str]:
