@@ -42,6 +42,10 @@ def test_lens_grid_is_positions_by_depth_with_the_lens_numbers(metric):
     assert fig.layout.yaxis.autorange == "reversed" and list(fig.layout.xaxis.ticktext) == ["emb", "after 0", "after 1"]
     rings = next(tr for tr in fig.data if tr.name == "settles")
     assert list(rings.x) == list(lens.first_top1) and list(rings.y) == [0, 1, 2, 3]
+    # the page calls it the red ring: plotly strokes an open symbol in marker.color (not marker.line.color)
+    assert rings.marker.symbol == "circle-open" and rings.marker.color == decoder.SETTLE_RING
+    r, g, b = (int(decoder.SETTLE_RING[i:i + 2], 16) for i in (1, 3, 5))
+    assert r > 200 and g < 120 and b < 120
     assert_escaped(fig)
 
 

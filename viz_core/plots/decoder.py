@@ -17,6 +17,10 @@ LENS_METRICS = ("top", "next")  # colour = probability of the row's top-1 guess 
 CELL_TEXT_UP_TO = 40            # positions up to which each cell shows its top-1 token (beyond: hover only)
 CELL_TEXT_CHARS = 6             # a cell shows at most this many characters of its token
 LENS_TICKS = 7                  # the lens's column names on its axis: at most this many (every k-th column)
+# the ring where a row's final guess settles: red, apart from the blue probability scale (the page's words call it the
+# red ring). An open symbol is stroked in marker.color (its line colour is not used): set that, or it takes the
+# theme's first colour, a blue lost in the scale.
+SETTLE_RING = "#e4572e"
 
 
 def short(label: str, chars: int = CELL_TEXT_CHARS) -> str:
@@ -78,7 +82,7 @@ def lens_figure(top_tokens: np.ndarray, top_probs: np.ndarray, next_prob: np.nda
         annotate_cells(fig, z, text, colorscale=PROB_SCALE, zmin=0.0, zmax=1.0, size=11 if n_rows <= 8 else 9)
     fig.add_trace(go.Scatter(x=np.asarray(first_top1, dtype=float), y=np.arange(n), mode="markers",
                              name=settled_name, hoverinfo="skip",
-                             marker=dict(symbol="circle-open", size=16, line=dict(width=2.5, color="#e4572e"))))
+                             marker=dict(symbol="circle-open", size=16, color=SETTLE_RING, line=dict(width=2.5))))
     # the columns' names as ticks, at most LENS_TICKS of them (the hover names every column whole): a phone's map
     # is about 165 px wide, where 19 columns' names ran into each other
     tick_at, ticks = tick_labels(list(short_names or row_names), max_ticks=LENS_TICKS)
