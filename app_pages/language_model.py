@@ -359,9 +359,11 @@ def generate_tab() -> None:
 
 
 def sampling_formula() -> None:
-    ui.latex(r"p_i = \frac{e^{z_i / T}}{\sum_j e^{z_j / T}},\quad "
-             r"\text{top-}k:\ \text{the } k \text{ largest } p_i,\quad "
-             r"\text{top-}p:\ \min\, S \text{ with } \sum_{i\in S} p_i \ge p")
+    # (in symbols only, the same in both languages: top-k keeps the k most probable tokens, top-p the fewest tokens
+    # whose probabilities reach p)
+    ui.latex(r"p_i = \frac{e^{z_i / T}}{\sum_j e^{z_j / T}},\qquad "
+             r"\text{top-}k:\ S = \operatorname*{arg\,max}_{|S| = k} \sum_{i\in S} p_i,\qquad "
+             r"\text{top-}p:\ S = \operatorname*{arg\,min}_{\sum_{i\in S} p_i \,\ge\, p} |S|")
 
 
 def generation_model() -> str:
@@ -708,9 +710,9 @@ def decoder_tab() -> None:
 
 # ---------------------------------------------------------------- page
 st.markdown(ui.glossed(t("lm.intro")))
-ui.latex(r"x_{\ell+1} = x_\ell + \mathrm{Attn}(\mathrm{LN}(x_\ell)),\quad "
-         r"\mathrm{Attn} = \mathrm{softmax}\!\left(\frac{QK^\top}{\sqrt{d_k}} + M\right)V,\quad "
-         r"M_{ij} = -\infty \text{ for } j > i")
+ui.latex(r"x_{\ell+1} = x_\ell + \mathrm{Attn}(\mathrm{LN}(x_\ell)),\qquad "
+         r"\mathrm{Attn} = \mathrm{softmax}\!\left(\frac{QK^\top}{\sqrt{d_k}} + M\right)V,\qquad "
+         r"M_{ij} = \begin{cases} 0 & j \le i \\ -\infty & j > i \end{cases}")
 cached.training.collect()  # a finished job: keep its model and why it stopped; the address names a running job
 cached.training.show_result(result_text)
 cached.training.live(draw_job)  # progress of a running job, above the tabs: seen from every tab (or: a lost run)

@@ -9,7 +9,10 @@ displays cost its switch 60-90 ms (docs/benchmarks.md). This element gives the s
 - its output tree becomes page nodes directly (document.createElement), in a box that scrolls sideways on a narrow
   screen, can take keyboard focus and reads out as the LaTeX source (role="math", aria-label): the box of ui.latex;
 - the visible HTML only (KaTeX's output "html"): the MathML copy KaTeX adds for screen readers repeats what the box's
-  label already says.
+  label already says;
+- a display of several equations, written with \\qquad between them (parts()), has each drawn as a display of its
+  own, side by side where the column has room and one under the other where it has not (a phone): the box scrolls
+  only when one equation alone is wider than the screen.
 
 Nothing in a formula reaches HTML: the formula is data, KaTeX reads it as TeX (without \\href or \\html*: KaTeX's
 `trust` is off), and the page nodes are made one by one from KaTeX's output. Where the installed Streamlit has no
@@ -19,6 +22,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from functools import lru_cache
 
 import streamlit as st
@@ -28,6 +32,7 @@ from .chart import STREAMLIT_JS
 
 NAME = "attention_explorer_formula"  # the component's name (AppTest: an UnknownElement "bidi_component")
 MAX_SAME = 50  # the same formula at most this many times in one run
+SEPARATOR = r"\qquad"  # between two equations of one display (at the top level: not inside braces or environments)
 _OFF = "ATTN_FORMULA_ELEMENT"  # "0": every formula through st.markdown (tests of that path, benchmarks)
 
 JS = r"""
@@ -60,6 +65,7 @@ function node(h, svg) {
 }
 export default function ({ data, parentElement }) {
   const { tex, label } = data || {};
+  const parts = (data && data.parts) || [tex];  // the display's equations, each a display of its own
   let box = parentElement.querySelector(".formula");
   if (!box) {
     box = document.createElement("div");
@@ -67,12 +73,13 @@ export default function ({ data, parentElement }) {
     parentElement.appendChild(box);
   }
   box.setAttribute("aria-label", label || "");
+  box.classList.toggle("ae-parts", parts.length > 1);
   if (box.__tex === tex) return;  // (a rerun that sends the same formula)
   box.__tex = tex;
   const show = (nodes) => { if (box.__tex === tex) box.replaceChildren(...nodes); };
-  katex().then((render) => {  // the plugin replaces a .math-display element by KaTeX's output, in its parent
-    const parent = { type: "element", tagName: "div", properties: {}, children: [{ type: "element",
-      tagName: "span", properties: { className: ["math-display"] }, children: [{ type: "text", value: tex }] }] };
+  katex().then((render) => {  // the plugin replaces each .math-display element by KaTeX's output, in its parent
+    const parent = { type: "element", tagName: "div", properties: {}, children: parts.map((p) => ({ type: "element",
+      tagName: "span", properties: { className: ["math-display"] }, children: [{ type: "text", value: p }] })) };
     render({ type: "root", children: [parent] }, { message() {} });
     show(parent.children.map((h) => node(h)).filter(Boolean));
   }).catch(() => show([document.createTextNode(tex)]));  // no KaTeX: the formula's source, readable
@@ -99,17 +106,40 @@ def _element():
                                       isolate_styles=False)
 
 
+# a TeX token: a command (a backslash and its letters, or one other character), a brace, or a run of anything else
+_TOKEN = re.compile(r"\\(?:[A-Za-z]+|.)|[{}]|[^\\{}]+", re.S)
+
+
+def parts(tex: str) -> list[str]:
+    """The equations of a display: tex cut at each \\qquad at its top level, that is outside braces, \\begin ... \\end
+    environments and \\left ... \\right pairs (inside them \\qquad is only a space). One part when there is none."""
+    out, start, depth = [], 0, 0
+    for m in _TOKEN.finditer(tex):
+        token = m[0]
+        if token in ("{", r"\begin", r"\left"):
+            depth += 1
+        elif token in ("}", r"\end", r"\right"):
+            depth -= 1
+        elif token == SEPARATOR and depth == 0:
+            out.append(tex[start:m.start()])
+            start = m.end()
+    out.append(tex[start:])
+    found = [p.strip() for p in out if p.strip()]
+    return found or [tex]
+
+
 def draw(tex: str, label: str) -> None:
     """One formula element: `tex` for KaTeX (display mode), `label` what a screen reader says for it.
 
     An element is known by its data, so the same formula shown twice in one run would be the same element twice:
     the second gets its place in the run as well (n = 1, then 2...), the first none, so each keeps its identity
     from run to run."""
-    data = {"tex": tex, "label": label}
+    split = parts(tex)
+    data = {"tex": tex, "label": label, **({"parts": split} if len(split) > 1 else {})}
     for n in range(1, MAX_SAME + 1):
         try:
             _element()(data=data, width="stretch", height="content")
             return
         except StreamlitDuplicateElementId:
-            data = {"tex": tex, "label": label, "n": n}
+            data = {**data, "n": n}
     raise StreamlitDuplicateElementId("formula")  # (more than MAX_SAME times the same formula in one run)

@@ -37,6 +37,10 @@ PAGE_CSS = """
 .formula { overflow-x: auto; overflow-y: hidden; max-width: 100%; padding: 0.1em 0; }
 .formula .katex-display { overflow: visible !important; width: max-content; min-width: 100%; }
 .formula:focus-visible { outline: 2px solid currentColor; outline-offset: 2px; }
+/* a display of several equations (the formula element's parts): side by side where there is room, else one under the
+   other; "safe" keeps an equation wider than the box reachable by scrolling from its start */
+.formula.ae-parts { display: flex; flex-wrap: wrap; justify-content: safe center; align-items: center; column-gap: 2em; }
+.formula.ae-parts .katex-display { min-width: 0; margin: 0.5em 0; }
 /* a formula of the formula element stands as one in markdown, whose container takes back 1rem below its content */
 .ae-formula { margin-bottom: -1rem; }
 [data-testid="stTable"] { overflow-x: auto; }
