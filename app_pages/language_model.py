@@ -189,7 +189,7 @@ def score_definition() -> None:
     """The induction score's two rules (viz_core.lm.induction): the standard test x = s s, and any other text."""
     st.markdown(t("lm.ind_definition"))
     ui.latex(r"\begin{aligned}x = s\,s,\ |s| = L:\quad \mathrm{ind}(h) &= \frac{1}{L}\sum_{i=L}^{2L-1}"
-             r" A^h_{i,\,i-L+1} \\[14pt] \text{any } x:\quad \mathrm{ind}(h) &= \frac{1}{|S|}\sum_{i \in S}\ "
+             r" A^h_{i,\,i-L+1} \\[14pt] \forall x:\quad \mathrm{ind}(h) &= \frac{1}{|S|}\sum_{i \in S}\ "
              r"\sum_{j < i,\ x_j = x_i} A^h_{i,\,j+1}\end{aligned}")  # the two rules: one display
 
 

@@ -309,8 +309,9 @@ def _method_comparison(view: mech.MaskView) -> None:
 
 def section_masks():
     st.markdown(ui.glossed(ui.t("mechanics.masks_intro")))
-    ui.latex(r"\begin{gathered}\mathrm{softmax}(S + M),\quad M_{ij}=\begin{cases}-\infty & \text{blocked}\\"
-             r" 0 & \text{visible}\end{cases} \\ \text{causal: } M_{ij}=-\infty \text{ for } j>i\end{gathered}")
+    # (in symbols only, the same in both languages: the words are in the text above)
+    ui.latex(r"\begin{gathered}\mathrm{softmax}(S + M),\quad M_{ij}\in\{0,\,-\infty\} \\ "
+             r"M^{\mathrm{causal}}_{ij}=\begin{cases}0 & j\le i\\ -\infty & j>i\end{cases}\end{gathered}")
     text, side, kind, item, query, window = _mask_inputs()
     try:
         batch, view = cached.mask_view(text, side, item, kind, query, 0, window)

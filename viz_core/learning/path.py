@@ -88,9 +88,10 @@ STEPS: tuple[Step, ...] = (
          r"\operatorname{Var}(q\cdot k) = d_k \;\Rightarrow\; \operatorname{softmax}\!\left(\frac{QK^\top}"
          r"{\sqrt{d_k}}\right)"),
     Step("causal", "masks", ("above", "below", "diagonal"), "mechanics",
-         (("section", "masks"), ("kind", "causal")), r"M_{ij} = -\infty \text{ for } j > i"),
+         (("section", "masks"), ("kind", "causal")), r"M_{ij} = \begin{cases} 0 & j \le i \\ -\infty & j > i \end{cases}"),
     Step("padding", "masks", ("zero", "small", "same"), "mechanics", (("section", "masks"), ("kind", "padding")),
-         r"\operatorname{softmax}(S + M),\quad M_{ij} = -\infty \text{ where key } j \text{ is [PAD]}"),
+         r"\operatorname{softmax}(S + M),\quad M_{ij} = \begin{cases} 0 & x_j \ne \texttt{[PAD]} \\ -\infty & "
+         r"x_j = \texttt{[PAD]} \end{cases}"),
     Step("heads", "heads", ("same", "eighth", "tiny"), "mechanics",
          (("section", "variants"), ("preset", "llama2_70b"), ("kv", "8")),
          r"\text{KV cache} = 2\,L\,H_{kv}\,d_{head}\cdot\text{bytes}\cdot N"),
@@ -110,7 +111,7 @@ STEPS: tuple[Step, ...] = (
          (("task", "reverse"), ("tab", "attention"), ("kind", "cross"), ("src_reverse", REVERSE_SOURCE)),
          r"A^{cross} = \operatorname{softmax}\!\left(\frac{Q_{dec} K_{enc}^\top}{\sqrt{d_k}}\right)", "reverse"),
     Step("induction", "trained", ("same_token", "next_after", "previous"), "language_model", (("tab", "induction"),),
-         r"x = s\,s:\quad A_{i,\; i - L + 1} \text{ large}", "induction",
+         r"x = s\,s:\quad A_{i,\; i - L + 1} \gg \frac{1}{i + 1}", "induction",
          real=("attention", (("model", REAL_MODEL), ("view", "heads")))),
     Step("sinks", "trained", ("special", "next", "even"), "attention", (("view", "sinks"), ("text", SINK_TEXT)),
          r"\text{share}_{special} = \frac{1}{N-1}\sum_{i \ge 1} \sum_{j \in \text{special}} A_{ij}", "minilm",
