@@ -181,7 +181,7 @@ def standing(res: HeadFinder, layer: int, head: int) -> None:
         rank = int(res.rank(s)[layer, head])
         labels.append(t(f"head_finder.score_{s}"))
         values.append(fmt(s, v))
-        ranks.append(f'{t("head_finder.col_rank")}: {t("head_finder.rank_of", rank=rank, n=n)}')
+        ranks.append(f'{t("head_finder.col_rank")}{t("common.colon")}{t("head_finder.rank_of", rank=rank, n=n)}')
         pct.append(share)
         rows.append({t("head_finder.col_score"): t(f"head_finder.score_{s}"), t("head_finder.col_value"): fmt(s, v),
                      t("head_finder.col_rank"): t("head_finder.rank_of", rank=rank, n=n),

@@ -222,7 +222,7 @@ def race_tab(cfg: opt.RaceConfig, result: opt.RaceResult, surface, labels) -> No
 def inside_tab(result: opt.RaceResult, labels) -> None:
     st.markdown(ui.glossed(ui.t("optimizers.inside_intro")))
     for n in opt.CLASSIC:
-        st.markdown(f"**{names()[n]}**: {ui.t(f'optimizers.explain_{n}')}")
+        st.markdown(f"**{names()[n]}**{ui.t('common.colon')}{ui.t(f'optimizers.explain_{n}')}")
         ui.latex(opt.LATEX[n])
     nm = names()
     ui.plot(figures.step_size_figure(result.trajectories, nm, labels), key="optimizers.step_chart")

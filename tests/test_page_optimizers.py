@@ -50,6 +50,10 @@ def test_chinese_page():
     assert at.number_input(key="optimizers.x0").value == -1.5
     spec = _race_spec(at)
     assert spec["layout"]["updatemenus"][0]["buttons"][0]["label"].endswith("播放")
+    # each optimizer's name leads its explanation with a Chinese colon (no ASCII ": " in a Chinese sentence)
+    inside = run_page("optimizers", {"lang": "zh", "tab": "inside"})
+    lines = [m.value for m in inside.markdown if m.value.startswith("**Adam**")]
+    assert len(lines) == 1 and lines[0].startswith("**Adam**：") and ": " not in lines[0]
 
 
 def test_surface_change_resets_start_and_lr_then_divergence_message():
