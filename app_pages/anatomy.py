@@ -357,7 +357,7 @@ def section_path() -> None:
     left, right = st.columns([1, 2])
     with left:
         boxes = [f"{lab}  {'' if shape is None else shape}" for lab, _, shape, _ in rows]
-        boxes[-1] = f"{rows[-1][0]}: {r.vocab[r.next_id]}"
+        boxes[-1] = f"{rows[-1][0]}{t('common.colon')}{r.vocab[r.next_id]}"
         ui.plot(figures.flow_figure(boxes, [i == len(rows) - 1 for i in range(len(rows))],
                                   title=t("anatomy.path_flow_title"), box_height=38), key="path_flow")
     with right:

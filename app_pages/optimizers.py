@@ -146,7 +146,7 @@ def fig_labels(surface) -> dict[str, str]:
     keys = ("loss", "log_level", "minimum", "start", "click", "play", "pause", "step", "loss_title", "loss_gap",
             "dist_title", "distance", "diverged", "eff_lr", "sched_title", "paper_title", "lr",
             "data", "fit_x", "fit_y", "contour_title", "fit_title")
-    return {"x": x, "y": y, **{k: ui.t(f"optimizers.fig_{k}") for k in keys}}
+    return {"x": x, "y": y, "colon": ui.t("common.colon"), **{k: ui.t(f"optimizers.fig_{k}") for k in keys}}
 
 
 def state_names() -> dict[str, str]:

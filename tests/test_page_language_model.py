@@ -5,6 +5,7 @@ import pytest
 
 from app_pages._ui.training_job import shipped_path
 from tests.conftest import assert_clean, figure_text, figures, plotly_array, run_page, widget
+from viz_core.i18n import t as i18n_t
 from viz_core.lm.charset import never_generated
 from viz_core.lm.generate import generate
 from viz_core.lm.training import load_lm
@@ -63,8 +64,9 @@ def test_the_heads_form_when_played(lang):
     assert len(fig["frames"]) == len(snaps)
     # one slider of the snapshots, the page's: the figure has none of its own, and its title names the one shown
     assert not fig["layout"].get("sliders") and widget(at, "slider", "language_model.snap").value == 3
-    assert fig["layout"]["title"]["text"].endswith(f": {snaps[3].step}")
-    assert [f["layout"]["title"]["text"].split(": ")[-1] for f in fig["frames"]] == [str(s.step) for s in snaps]
+    assert fig["layout"]["title"]["text"].endswith(f"{i18n_t('common.colon', lang)}{snaps[3].step}")
+    colon = i18n_t("common.colon", lang)
+    assert [f["layout"]["title"]["text"].split(colon)[-1] for f in fig["frames"]] == [str(s.step) for s in snaps]
     final = snaps[-1]
     prev = np.unravel_index(np.argmax(final.prev), final.prev.shape)
     ind = np.unravel_index(np.argmax(final.induction), final.induction.shape)
@@ -142,7 +144,7 @@ def test_generate_tab_draws_each_step(lang):
     assert ("step 5" if lang == "en" else "第 5 步") in figure_text(at)
     fig = next(f for f in figures(at) if f.get("frames"))  # every step is a frame, played in the browser
     assert len(fig["frames"]) == 12 and not fig["layout"].get("sliders")  # the page's slider is the one
-    assert fig["layout"]["title"]["text"].endswith(": 5")
+    assert fig["layout"]["title"]["text"].endswith(i18n_t("common.colon", lang) + "5")
     assert ("step 5" if lang == "en" else "第 5 步") in fig["layout"]["annotations"][0]["text"]
     lm = load_lm(shipped_path("lm_chars"))
     trace = generate(lm.model, lm.encode("The cat "), 12, temperature=0.0, top_p=0.95,
@@ -279,7 +281,7 @@ def test_gemma_continues_a_chinese_prompt_step_by_step(lang, licence, rows):
     assert_clean(at)
     fig = next(f for f in figures(at) if f.get("frames"))
     assert len(fig["frames"]) == len(trace.steps) and not fig["layout"].get("sliders")
-    assert fig["layout"]["title"]["text"].endswith(": 3")
+    assert fig["layout"]["title"]["text"].endswith(i18n_t("common.colon", lang) + "3")
     assert fig["layout"]["yaxis2"]["title"]["text"] == rows
     for k, frame in enumerate(fig["frames"]):
         z = plotly_array(frame["data"][2]["z"])  # (L, T_max): each layer's mean over its heads, later keys empty

@@ -124,6 +124,10 @@ def test_a_played_history_has_a_frame_per_moment_and_opens_on_the_chosen_one():
     assert fig.layout.updatemenus[0].buttons[0].args[1]["frame"]["redraw"]  # heatmaps redraw each frame
     np.testing.assert_allclose(fig.frames[3].data[0].z, np.full((2, 2), 1.0))
     assert base.layout.sliders == () and not base.frames  # the shared figure is left as it was
+    assert fig.layout.sliders[0].currentvalue.prefix == "step: "
+    # in Chinese the slider reads "步：20" (the language's colon, not ": ")
+    zh = animated(base, frames, ["0", "10", "20", "30"], 2, PlayLabels(play="播放", pause="暂停", prefix="步", colon="："))
+    assert zh.layout.sliders[0].currentvalue.prefix == "步："
 
 
 def test_head_heatmap_sets_the_margins_fit_margins_finds():

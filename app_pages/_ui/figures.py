@@ -73,7 +73,7 @@ class _Serialised(BaseFigure):
 
 def play_labels() -> PlayLabels:
     """The words of a played history's controls (viz_core.plots.common.animated) in the current language."""
-    return PlayLabels(play=t("common.play"), pause=t("common.pause"), prefix=t("common.step"))
+    return PlayLabels(play=t("common.play"), pause=t("common.pause"), prefix=t("common.step"), colon=t("common.colon"))
 
 
 # ---------------------------------------------------------------- figures cached by their inputs

@@ -684,7 +684,8 @@ class PlayLabels:
     """The words of a played history's controls."""
     play: str = "Play"
     pause: str = "Pause"
-    prefix: str = "step"   # the slider's current value reads "<prefix>: <frame name>"
+    prefix: str = "step"   # the slider's current value reads "<prefix><colon><frame name>"
+    colon: str = ": "      # the language's colon ("：" in Chinese, where ": " reads as a slip)
 
 
 def set_frames(fig: go.Figure, frames: list[go.Frame]) -> None:
@@ -772,7 +773,8 @@ def animated(fig: go.Figure, frames: Sequence[dict], names: Sequence[str], activ
         frames = in_bytes
         meta = fig.layout.meta if isinstance(fig.layout.meta, dict) else {}
         fig.update_layout(meta=meta | {"frame_bytes": BYTE_STEPS})
-    moment = (lambda name: {"title": {"text": f"{plain(labels.prefix)}: {name}"}}) if not slider else (lambda _: {})
+    moment = (lambda name: {"title": {"text": f"{plain(labels.prefix)}{plain(labels.colon)}{name}"}}) if not slider \
+        else (lambda _: {})
     set_frames(fig, [go.Frame(name=str(name), data=f["data"], traces=f["traces"],
                               layout=(f.get("layout") or {}) | moment(name)) for f, name in zip(frames, names)])
     if not slider:
@@ -789,7 +791,7 @@ def animated(fig: go.Figure, frames: Sequence[dict], names: Sequence[str], activ
                                    dict(label="❚❚ " + plain(labels.pause), method="animate",
                                         args=[[None], pause])])],
         sliders=[dict(active=int(active), x=0.2, len=0.8, y=0, yanchor="top", pad=dict(t=below - 10, b=0),
-                      currentvalue=dict(prefix=plain(labels.prefix) + ": ", visible=True, xanchor="right"),
+                      currentvalue=dict(prefix=plain(labels.prefix) + plain(labels.colon), visible=True, xanchor="right"),
                       steps=[dict(label=str(name), method="animate", args=[[str(name)], jump]) for name in names])]
         if slider else [])
     return fig

@@ -249,7 +249,7 @@ def _animation_controls(fig: go.Figure, steps: np.ndarray, labels, frame_ms: int
                           buttons=[dict(label="▶ " + labels["play"], method="animate", args=[None, play]),
                                    dict(label="■ " + labels["pause"], method="animate", args=[[None], pause])])],
         sliders=[dict(active=len(steps) - 1, x=0, len=1.0, y=-0.27, yanchor="top", pad=dict(t=0, b=0),
-                      currentvalue=dict(prefix=labels["step"] + ": ", visible=True, xanchor="right"),
+                      currentvalue=dict(prefix=labels["step"] + labels.get("colon", ": "), visible=True, xanchor="right"),
                       steps=[dict(label=str(int(s)), method="animate",
                                   args=[[str(int(s))], dict(mode="immediate", frame=dict(duration=0, redraw=False),
                                                             transition=dict(duration=0))]) for s in steps])])
