@@ -93,6 +93,19 @@ def test_every_drawn_figure_carries_the_house_settings():
     assert "ticklabeloverflow" not in json.dumps(_figure().to_dict())  # the figure itself is left as it was built
 
 
+def test_a_chinese_label_in_a_hover_takes_the_chinese_colon():
+    """The builders write "<label>: <value>" whatever the language; drawn, a Chinese label reads "权重：0.5", an
+    English one "weight: 0.5" (and text in the data, such as a typed token, is left as it is)."""
+    from viz_core.plots import attention as attention_plots
+    for value_name, colon in (("权重", "："), ("weight", ": ")):
+        fig = attention_plots.stats_map(np.zeros((2, 3)), title="t", value_name=value_name, layer_label="L",
+                                        head_label="H")
+        hovers = [tr["hovertemplate"] for tr in ui_figures.spec(fig)["data"] if tr.get("hovertemplate")]
+        assert hovers and all(f"<br>{value_name}{colon}%{{" in h for h in hovers), hovers
+    spec = ui_figures.spec(go.Figure(go.Scatter(x=[0], y=[0], text=["猫: 1"], hovertemplate="位置: %{x}<br>猫 %{text}")))
+    assert spec["data"][0]["hovertemplate"] == "位置：%{x}<br>猫 %{text}" and spec["data"][0]["text"] == ["猫: 1"]
+
+
 IMPORT_CHECK = """
 import json, pkgutil, importlib
 import streamlit  # sets plotly's "streamlit" template as the default (Streamlit's own doing, before ours)

@@ -3,15 +3,21 @@ and the house settings every figure is drawn with (figure_style, applied by figu
 global templates are left as they are)."""
 from __future__ import annotations
 
+import re
+
 import streamlit as st
 
 # ---------------------------------------------------------------- figures
 COLORBAR_TRACES = ("heatmap", "contour", "histogram2d")  # the trace kinds whose colour bars are axes too
+# ": " right after a Chinese character or punctuation mark: the builders write "<label>: <value>" in their hover
+# templates whatever the label's language, and Chinese takes its own colon ("层：3", not "层: 3")
+_CHINESE_COLON = re.compile(r"(?<=[\u3000-\u303f\u3400-\u9fff\uff00-\uffef]): ")
 
 
 def figure_style(spec: dict) -> dict:
     """A figure's dict (fig.to_dict(), a copy: changed in place and returned) with the house settings in its template:
-    tick labels may overflow their axis (`ticklabeloverflow='allow'`), on the axes and on the colour bars.
+    tick labels may overflow their axis (`ticklabeloverflow='allow'`), on the axes and on the colour bars; and in hover
+    templates a Chinese label takes the Chinese colon (_CHINESE_COLON).
 
     Plotly's default on numeric axes ('hide past div') measures every tick label in the browser after each draw, a
     forced layout per label, which a page of many small matrices pays on every switch. Our margins already make
@@ -23,6 +29,12 @@ def figure_style(spec: dict) -> dict:
         traces = template.get("data", {}).get(kind)
         if traces:
             traces[0].setdefault("colorbar", {})["ticklabeloverflow"] = "allow"
+    for trace in spec.get("data") or ():
+        hover = trace.get("hovertemplate")
+        if isinstance(hover, str):
+            trace["hovertemplate"] = _CHINESE_COLON.sub("：", hover)
+        elif isinstance(hover, list):
+            trace["hovertemplate"] = [_CHINESE_COLON.sub("：", h) if isinstance(h, str) else h for h in hover]
     return spec
 
 
