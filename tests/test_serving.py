@@ -6,8 +6,11 @@ from __future__ import annotations
 import asyncio
 import gc
 import os
+import socket
 import subprocess
 import sys
+import threading
+import time
 from pathlib import Path
 
 import pytest
@@ -74,6 +77,102 @@ def test_http_requests_pass_through_untouched():
 
     run_async(serving.UnreadLimit(app)({"type": "http", "path": "/_stcore/health"}, None, None))
     assert seen == ["/_stcore/health"]
+
+
+# ---------------------------------------------------------------- Nagle's algorithm off
+STREAMLIT_WS = "websockets-sansio"  # the websocket implementation Streamlit 1.67 asks uvicorn (>= 0.44) for
+
+
+def one_websocket(app) -> str:
+    """Serve `app` with uvicorn on a socket bound as Streamlit binds it (`socket.socket(family)`: protocol 0), open
+    one websocket to it, send "hello" and return the app's answer."""
+    import uvicorn
+    from websockets.sync.client import connect
+
+    listener = socket.socket(socket.AF_INET)  # (as streamlit.web.server.starlette binds it)
+    listener.bind(("127.0.0.1", 0))
+    listener.listen()
+    server = uvicorn.Server(uvicorn.Config(app, ws=STREAMLIT_WS, lifespan="off", log_level="warning"))
+    thread = threading.Thread(target=server.run, kwargs={"sockets": [listener]}, daemon=True)
+    thread.start()
+    try:
+        for _ in range(500):
+            if server.started:
+                break
+            time.sleep(0.02)
+        with connect(f"ws://127.0.0.1:{listener.getsockname()[1]}/", open_timeout=10) as client:
+            client.send("hello")
+            return client.recv(timeout=10)
+    finally:
+        server.should_exit = True
+        thread.join(10)
+        listener.close()
+
+
+async def nodelay_app(scope, receive, send):
+    """Answers a websocket's first message with TCP_NODELAY of the connection's socket."""
+    if scope["type"] != "websocket":
+        return
+    await receive()
+    await send({"type": "websocket.accept"})
+    await receive()
+    sock = send.__self__.transport.get_extra_info("socket")
+    await send({"type": "websocket.send", "text": str(sock.getsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY))})
+    await receive()
+
+
+def test_a_websocket_of_the_server_sends_without_delay():
+    assert one_websocket(nodelay_app) == "0"                   # Streamlit's socket as it is: Nagle's algorithm on
+    assert one_websocket(serving.NoDelay(nodelay_app)) != "0"  # NoDelay turns it off for the connection
+
+
+def test_the_apps_middleware_turns_it_off(monkeypatch):
+    """The whole stack of app.py's middleware (serving.middleware()): NoDelay meets the server's own send."""
+    done = []
+    real = serving.no_delay
+    monkeypatch.setattr(serving, "no_delay", lambda send: done.append(real(send)) or done[-1])
+
+    async def echo(scope, receive, send):
+        if scope["type"] != "websocket":
+            return
+        await receive()
+        await send({"type": "websocket.accept"})
+        message = await receive()
+        await send({"type": "websocket.send", "text": message.get("text") or ""})
+        await receive()
+
+    app = echo
+    for layer in reversed(serving.middleware()):
+        app = layer.cls(app, *layer.args, **layer.kwargs)
+    assert one_websocket(app) == "hello"
+    assert done == [True]
+
+
+def test_no_delay_leaves_a_send_without_a_tcp_socket_alone():
+    class Transport:
+        def __init__(self, sock):
+            self.sock = sock
+
+        def get_extra_info(self, name):
+            return self.sock if name == "socket" else None
+
+    class Protocol:
+        def __init__(self, sock):
+            self.transport = Transport(sock)
+
+        async def send(self, message):
+            pass
+
+    with socket.socket(socket.AF_UNIX) as unix:
+        assert not serving.no_delay(Protocol(unix).send)     # a Unix socket: nothing to do
+    assert not serving.no_delay(lambda message: None)       # no server object behind the send
+    seen = []
+
+    async def app(scope, receive, send):
+        seen.append(scope["type"])
+
+    run_async(serving.NoDelay(app)({"type": "http", "path": "/"}, None, None))
+    assert seen == ["http"]
 
 
 # ---------------------------------------------------------------- uploads

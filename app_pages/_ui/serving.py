@@ -17,12 +17,19 @@ hold, applied as ASGI middleware on the st.App that `streamlit run app.py` serve
   one who uploads and never lets a page read it, cannot keep others' uploads out. An upload that would take the
   server past its memory budget (viz_core.runtime.budget) is refused with HTTP 503 before its body is read.
 
+- **Messages held back by TCP.** Streamlit binds its listening socket as `socket.socket(family)`, whose protocol
+  number is 0, and asyncio only turns Nagle's algorithm off (TCP_NODELAY) on sockets whose protocol is TCP's. So every
+  websocket ran with Nagle on: the last small message of a run (script_finished, or a small element after a large
+  one) waited until the browser acknowledged the data before it, and Linux delays that acknowledgement by up to
+  40 ms. `NoDelay` sets TCP_NODELAY on each websocket's socket when it connects: a page switch's messages reached
+  the client up to 40 ms sooner (bench/bench_switch_server.py measures it).
 - **Ended sessions.** A closed tab's session is kept for server.disconnectedSessionTTL (120 s) so that a browser
   can reconnect to it. Streamlit then only forgets it the next time another session is stored, and never shuts it
   down: its uploaded files, download data and page data stayed in memory. `reap_sessions` shuts down every session
   whose time is up and drops uploads that belong to no session, every REAP_SECONDS (`lifespan`).
 
-The middleware reads nothing of Streamlit's but its public parts (the ASGI messages, Runtime.uploaded_file_mgr);
+The middleware reads nothing of Streamlit's but its public parts (the ASGI messages, Runtime.uploaded_file_mgr), and of
+the ASGI server only the transport of its websocket protocol (tests/test_serving.py runs uvicorn to check it);
 the reaper reads the session storage of Streamlit 1.67 (tests/test_serving.py checks that it still can).
 """
 from __future__ import annotations
@@ -32,6 +39,7 @@ import collections
 import contextlib
 import logging
 import re
+import socket
 import threading
 import time
 
@@ -44,6 +52,38 @@ UNREAD_LIMIT_BYTES = 8 * 2**20   # a websocket client may leave this much of its
 REAP_SECONDS = 15.0              # how often ended sessions are shut down
 UPLOAD_STALL_SECONDS = 20.0      # an upload body that sends nothing for this long is cut (a slow phone sends KBs/s)
 WS_SEND = "websocket.send"
+
+
+# ---------------------------------------------------------------- Nagle's algorithm off
+class NoDelay:
+    """ASGI middleware: a websocket's TCP socket sends each message at once (TCP_NODELAY), instead of holding a small
+    one until the client has acknowledged the last (Nagle's algorithm, on for Streamlit's sockets: module docstring).
+
+    The socket is the transport's of the ASGI server's protocol object, whose `send` the middleware is given (uvicorn's
+    websocket protocols keep it as `.transport`). Where there is none (another server, a Unix socket) nothing is
+    changed."""
+
+    def __init__(self, app):
+        self.app = app
+
+    async def __call__(self, scope, receive, send):
+        if scope["type"] == "websocket":
+            no_delay(send)
+        return await self.app(scope, receive, send)
+
+
+def no_delay(send) -> bool:
+    """Set TCP_NODELAY on the TCP socket behind an ASGI `send` (a bound method of the server's protocol object, which
+    holds an asyncio transport); True if it is set now."""
+    transport = getattr(getattr(send, "__self__", None), "transport", None)
+    sock = transport.get_extra_info("socket") if hasattr(transport, "get_extra_info") else None
+    if sock is None or sock.family not in (socket.AF_INET, socket.AF_INET6) or sock.type != socket.SOCK_STREAM:
+        return False
+    try:
+        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        return sock.getsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY) != 0
+    except OSError:  # (a socket closing under us: nothing to speed up)
+        return False
 
 
 # ---------------------------------------------------------------- unread websocket messages
@@ -345,7 +385,8 @@ def middleware() -> list:
     from starlette.middleware import Middleware
 
     from .chart import PlotlyAsset
-    return [Middleware(PlotlyAsset), Middleware(UnreadLimit), Middleware(UploadLimit)]
+    # (NoDelay first: it needs the server's own `send`, before another middleware wraps it)
+    return [Middleware(NoDelay), Middleware(PlotlyAsset), Middleware(UnreadLimit), Middleware(UploadLimit)]
 
 
 # ---------------------------------------------------------------- ended sessions
