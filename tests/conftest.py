@@ -54,8 +54,9 @@ def charts(at) -> list:
 
 
 def md_tables(at) -> list:
-    """The markdown tables of the page (ui.table, ui.tables) as DataFrames of strings, in page order: each cell
-    unescaped (ui.table escapes every cell with plain_md)."""
+    """The tables of the page (ui.table, ui.tables) as DataFrames of strings, in page order: those of the table
+    element (app_pages/_ui/static_table.py) as its data has them, and markdown ones with each cell unescaped
+    (ui.table escapes every cell with plain_md)."""
     import re
 
     import pandas as pd
@@ -74,8 +75,16 @@ def md_tables(at) -> list:
         parts = re.split(r"(?<!\\)\|", line.strip())[1:-1]   # split on unescaped pipes; drop the outer ones
         return [plain(p.strip()) for p in parts]
 
+    from app_pages._ui.static_table import NAME
+
     out = []
-    for md in at.markdown:
+    root = at._tree if isinstance(at, AppTest) else at
+    for md in root:
+        if md.type == "bidi_component" and md.proto.component_name == NAME:
+            out += [pd.DataFrame(t["rows"], columns=t["columns"]) for t in json.loads(md.proto.json)["tables"]]
+            continue
+        if md.type != "markdown":
+            continue
         first, *more = str(md.value).split("\n\n| ")  # ui.tables: several tables in one element, a blank line apart
         for part in [first, *("| " + m for m in more)]:
             lines = part.split("\n")

@@ -155,10 +155,26 @@ def _typed_table():
     ui.table(pd.DataFrame({"name | kind": ["<b>bold</b>", "*x* | y", "1. first"], "value": ["1.5e-03", "—", "`z`"]}))
 
 
-def test_a_static_table_is_markdown_whose_cells_stay_as_written():
-    """ui.table (a markdown table: no Arrow table to decode in the browser) escapes every cell: a '|' stays in its
+def test_a_static_table_is_the_table_elements_data_as_written():
+    """ui.table of plain cells goes to the table element (app_pages/_ui/static_table.py: no Arrow table to decode,
+    no markdown to parse in the browser) as the cells' text, which the browser shows as text."""
+    from app_pages._ui.static_table import NAME
+    from tests.conftest import md_tables
+    at = AppTest.from_function(_typed_table, default_timeout=30).run()
+    assert not at.exception and not at.markdown
+    [element] = [e for e in at._tree if e.type == "bidi_component" and e.proto.component_name == NAME]
+    assert json.loads(element.proto.json) == {"tables": [{"title": None, "columns": ["name | kind", "value"],
+                                                          "rows": [["<b>bold</b>", "1.5e-03"], ["*x* | y", "—"],
+                                                                   ["1. first", "`z`"]]}]}
+    [frame] = md_tables(at)
+    assert frame["name | kind"].tolist() == ["<b>bold</b>", "*x* | y", "1. first"]
+
+
+def test_a_static_table_in_markdown_has_its_cells_as_written(monkeypatch):
+    """Without the table element, ui.table writes a markdown table and escapes every cell: a '|' stays in its
     cell, nothing turns bold, into a tag, a list or code."""
     from tests.conftest import md_tables
+    monkeypatch.setenv("ATTN_TABLE_ELEMENT", "0")
     at = AppTest.from_function(_typed_table, default_timeout=30).run()
     assert not at.exception
     body = at.markdown[0].value

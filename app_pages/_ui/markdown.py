@@ -15,6 +15,7 @@ from viz_core import i18n
 from viz_core.learning.glossary import term as glossary_term  # (app_pages._ui.glossary is the view)
 
 from . import formula as formula_element
+from . import static_table as table_element
 from . import state
 from .language import lang, t
 
@@ -46,26 +47,39 @@ def code_md(text: str) -> str:
 
 
 def table(frame, title: str | None = None) -> None:
-    """A small static table (a DataFrame, or a list of row dicts, of our own numbers and labels) as a markdown table:
-    the browser draws it at once, where st.table would first decode an Arrow table on every page switch. Every cell
-    and header is escaped (plain_md): nothing in one is read as markup, and a '|' stays in its cell; a cell that is an
-    Md is written as it is (row dicts only: a DataFrame may store it as a plain string). A title (plain text) goes in
-    bold above it, in the same element. Read back in tests with tests/conftest.md_tables."""
-    st.markdown(table_md(frame, title))
+    """A small static table (a DataFrame, or a list of row dicts, of our own numbers and labels), drawn at once by the
+    browser, where st.table would first decode an Arrow table on every page switch: by the table element
+    (static_table.py), every cell and header as text, or, where a cell is an Md (row dicts only: a DataFrame may
+    store it as a plain string), as a markdown table whose other cells are escaped (plain_md): nothing in one is read
+    as markup, and a '|' stays in its cell. A title (plain text) goes in bold above it, in the same element. Read
+    back in tests with tests/conftest.md_tables."""
+    tables([frame], title)
 
 
-def tables(frames) -> None:
-    """Several small tables (as table() writes each) one under the other, in one element: each element costs the
-    browser time on every page switch."""
-    st.markdown("\n\n".join(table_md(frame) for frame in frames))
+def tables(frames, title: str | None = None) -> None:
+    """Several small tables (as table() draws each) one under the other, in one element: each element costs the
+    browser time on every page switch. `title` goes above the first."""
+    frames = list(frames)
+    cells = [_cells(frame) for frame in frames]
+    marked = any(isinstance(c, Md) for _, rows in cells for row in rows for c in row)
+    if table_element.available() and not marked:  # (markup in a cell: markdown draws it)
+        table_element.draw([{"title": title if i == 0 else None, "columns": [str(c) for c in columns],
+                             "rows": [[str(c) for c in row] for row in rows]}
+                            for i, (columns, rows) in enumerate(cells)])
+        return
+    st.markdown("\n\n".join(table_md(frame, title if i == 0 else None) for i, frame in enumerate(frames)))
+
+
+def _cells(frame) -> tuple[list, list[list]]:
+    """(column names, rows of cells) of a DataFrame or a list of row dicts."""
+    if isinstance(frame, list):
+        return list(frame[0]), [list(r.values()) for r in frame]
+    return list(frame.columns), [list(r) for r in frame.itertuples(index=False)]
 
 
 def table_md(frame, title: str | None = None) -> str:
     """The markdown of table(frame, title)."""
-    if isinstance(frame, list):
-        columns, rows = list(frame[0]), [list(r.values()) for r in frame]
-    else:
-        columns, rows = list(frame.columns), list(frame.itertuples(index=False))
+    columns, rows = _cells(frame)
 
     def cell(c) -> str:
         return c if isinstance(c, Md) else plain_md(str(c))

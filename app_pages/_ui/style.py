@@ -62,6 +62,15 @@ PAGE_CSS = """
 .ae-chart:has(.modebar:not(.modebar--hover)) .modebar { top: -30px; }
 /* the element that starts loading plotly.js (chart.preload) takes no room */
 .st-key-ae_plotly_preload { display: none; }
+/* the table element (app_pages/_ui/static_table.py): Streamlit's markdown tables' look, in the theme's colours */
+.ae-tables { font-family: var(--st-font); font-size: 1rem; line-height: 1.6; overflow-wrap: break-word; }
+.ae-tables p { margin: 0 0 1rem; font-size: 1rem; }
+.ae-tables table { border-collapse: collapse; margin: 0 0 1rem; }
+.ae-tables table:last-child { margin-bottom: 0; }
+.ae-tables tr { border-top: 1px solid var(--st-dataframe-border-color); }
+.ae-tables :is(th, td) { padding: 0.375rem 0.75rem; border: 1px solid var(--st-dataframe-border-color);
+  text-align: left; vertical-align: middle; }
+.ae-tables th { font-weight: 700; }
 /* links to other pages in the page itself wrap on a narrow screen instead of being cut with an ellipsis */
 [data-testid="stMain"] [data-testid="stPageLink-NavLink"] > span:last-child,
 [data-testid="stMain"] [data-testid="stPageLink-NavLink"] [data-testid="stMarkdownContainer"],
@@ -69,21 +78,25 @@ PAGE_CSS = """
 @media (max-width: 640px) {
   .katex-display > .katex { font-size: 0.95em; }
   /* a table's cells wrap (even inside a word) rather than make a scrolling box that a keyboard cannot reach */
-  [data-testid="stTable"] table, [data-testid="stMarkdownContainer"] table { table-layout: fixed; width: 100%; }
+  [data-testid="stTable"] table, :is([data-testid="stMarkdownContainer"], .ae-tables) table { table-layout: fixed;
+    width: 100%; }
   [data-testid="stTable"] td, [data-testid="stTable"] th,
-  [data-testid="stMarkdownContainer"] td, [data-testid="stMarkdownContainer"] th,
+  :is([data-testid="stMarkdownContainer"], .ae-tables) :is(td, th),
   [data-testid="stTable"] td *, [data-testid="stTable"] th * { white-space: normal !important;
     overflow-wrap: anywhere !important; word-break: break-word !important; min-width: 0; max-width: 100%; }
   /* except tables made to fit a phone, in a container keyed "whole_words...": their columns take the widths their
      names and numbers need (kept whole, a header wraps at its spaces), with less padding (Optimizers' results);
      one still wider than the screen scrolls in its own box */
-  [class*="st-key-whole_words"] [data-testid="stMarkdownContainer"] { overflow-x: auto; }
-  [class*="st-key-whole_words"] [data-testid="stMarkdownContainer"] table { table-layout: auto; }
-  [class*="st-key-whole_words"] [data-testid="stMarkdownContainer"] :is(th, td) { overflow-wrap: normal !important;
-    word-break: normal !important; padding-left: 0.375rem; padding-right: 0.375rem; }
-  [class*="st-key-whole_words"] [data-testid="stMarkdownContainer"] td { white-space: nowrap !important; }
+  [class*="st-key-whole_words"] :is([data-testid="stMarkdownContainer"], .ae-tables) { overflow-x: auto; }
+  [class*="st-key-whole_words"] :is([data-testid="stMarkdownContainer"], .ae-tables) table { table-layout: auto; }
+  [class*="st-key-whole_words"] :is([data-testid="stMarkdownContainer"], .ae-tables) :is(th, td) {
+    overflow-wrap: normal !important; word-break: normal !important; padding-left: 0.375rem;
+    padding-right: 0.375rem; }
+  [class*="st-key-whole_words"] :is([data-testid="stMarkdownContainer"], .ae-tables) td {
+    white-space: nowrap !important; }
   /* (a row's name, in the first column, may wrap at a space or between Chinese characters, as a header does) */
-  [class*="st-key-whole_words"] [data-testid="stMarkdownContainer"] td:first-child { white-space: normal !important; }
+  [class*="st-key-whole_words"] :is([data-testid="stMarkdownContainer"], .ae-tables) td:first-child {
+    white-space: normal !important; }
   [data-testid="stMainBlockContainer"] { padding-left: 0.75rem; padding-right: 0.75rem; }
 }
 </style>

@@ -196,3 +196,78 @@ def test_charts_off_screen_wait_for_the_end_of_the_run(open_page):
     early = [d for d in draws if d["running"] and not d["on_screen"] and d["at"] < 1000]
     assert early == [], draws
     assert_no_exception(page)
+
+
+# Every trace the page drew, and a figure of the trace types and array attributes our pages do not draw (arrays in
+# nested containers, containers linked to arrays, a colour bar's tick values, which plotly leaves out): the list of
+# array attributes the chart element's quicker function gives (app_pages/_ui/chart.py, quick) against plotly's own.
+_ARRAY_LISTS = """async () => {
+  const PS = window.Plotly.PlotSchema, fast = PS.findArrayAttributes;
+  if (!fast.__ae) return "plotly's own function is in use";
+  const probe = document.createElement('div'); probe.style.width = '600px'; document.body.appendChild(probe);
+  const n = [1, 2, 3], s = new Float32Array([1, 2, 3]);
+  await window.Plotly.newPlot(probe, [
+    {type: 'scatter', x: n, y: s, mode: 'markers+text', text: ['a', 'b', 'c'], customdata: [[1], [2], [3]],
+     marker: {color: n, size: s, line: {width: n}, colorbar: {tickvals: n, ticktext: ['a', 'b', 'c']}, showscale: true},
+     hoverlabel: {bgcolor: ['red', 'blue', 'green'], font: {size: n}}, ids: ['p', 'q', 'r']},
+    {type: 'bar', x: n, y: n, marker: {pattern: {shape: ['/', '', 'x']}}, width: n, xaxis: 'x2', yaxis: 'y2'},
+    {type: 'heatmap', z: [s, s], text: [['a', 'b', 'c'], ['d', 'e', 'f']], xaxis: 'x2', yaxis: 'y2'},
+    {type: 'splom', dimensions: [{values: n, label: 'u'}, {values: s, label: 'v'}, {label: 'w'}]},
+    {type: 'parcoords', dimensions: [{values: n, ticktext: ['a', 'b', 'c'], tickvals: n}, {values: s}],
+     line: {color: n}, domain: {x: [0, 0.4], y: [0.6, 1]}},
+  ], {grid: {rows: 2, columns: 2}}, {responsive: false});
+  const charts = [...document.querySelectorAll('.js-plotly-plot')];
+  const diff = [];
+  let traces = 0;
+  for (const gd of charts) for (const t of gd._fullData || []) {
+    traces++;
+    const ours = fast.call(PS, t), theirs = fast.theirs.call(PS, t);
+    if (JSON.stringify(ours) !== JSON.stringify(theirs)) diff.push([t.type, ours, theirs]);
+  }
+  window.Plotly.purge(probe); probe.remove();
+  return {traces, diff, still: PS.findArrayAttributes === fast};
+}"""
+
+
+@pytest.mark.parametrize("address, charts", [("/optimizers?lang=en", 2), ("/language_model?lang=en", 3),
+                                             ("/mechanics?lang=zh", 7), ("/?view=grid", 1), ("/anatomy?lang=en", 4)])
+def test_plotly_lists_each_traces_arrays_as_before(open_page, address, charts):
+    """The quicker list of a trace's array attributes (plotly reads it on every draw and every played frame) is
+    plotly's own list, in its order, for every trace of the page's charts and of a probe figure of other types."""
+    page = open_page(address)
+    assert_no_exception(page)
+    assert charts_drawn(page, charts) >= charts
+    got = page.evaluate(_ARRAY_LISTS)
+    assert isinstance(got, dict), got
+    assert got["diff"] == [] and got["still"], got
+    assert got["traces"] >= charts + 5
+
+
+# The look of a markdown table of Streamlit 1.67 (its markdown's CSS, read in Chromium at 1400 px): the table
+# element's tables have the same spacing, borders, font and weight.
+_TABLE_LOOK = """(box) => { const t = box.querySelector('table'), th = t.querySelector('th'), td = t.querySelector('td');
+  const pick = (e, ks) => ks.map(k => getComputedStyle(e).getPropertyValue(k));
+  const cell = ['font-size', 'line-height', 'padding-top', 'padding-left', 'border-top-width', 'border-left-style',
+                'text-align', 'vertical-align'];
+  return {table: pick(t, ['border-collapse']), th: pick(th, [...cell, 'font-weight']), td: pick(td, [...cell, 'font-weight']),
+          family: getComputedStyle(td).fontFamily, border: getComputedStyle(td).borderTopColor,
+          cells: [...t.querySelectorAll('th, td')].map(c => [c.tagName, c.children.length, c.textContent]),
+          scope: th.getAttribute('scope')}; }"""
+
+
+def test_the_table_element_draws_text_with_markdowns_look(open_page):
+    """Optimizers' results tables are the table element's: a header row and a row per racer, every cell plain text
+    (no child node), in the look of Streamlit's markdown tables and the theme's border colour."""
+    from app_pages._ui.static_table import BOX
+    page = open_page("/optimizers?lang=en&racers=sgd,adam")
+    assert_no_exception(page)
+    box = page.locator(f"[data-testid='stMain'] .{BOX}").first
+    box.wait_for()
+    look = box.evaluate(_TABLE_LOOK)
+    assert look["table"] == ["collapse"] and look["scope"] == "col"
+    assert look["th"] == ["16px", "25.6px", "6px", "12px", "1px", "solid", "left", "middle", "700"]
+    assert look["td"] == ["16px", "25.6px", "6px", "12px", "1px", "solid", "left", "middle", "400"]
+    assert "Source Sans" in look["family"] and look["border"] != "rgb(0, 0, 0)"
+    assert all(children == 0 for _, children, _ in look["cells"])
+    assert [text for tag, _, text in look["cells"] if tag == "TD"][::4] == ["SGD", "Adam"]
+    assert box.locator("table").count() == 2

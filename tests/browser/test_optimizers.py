@@ -7,18 +7,20 @@ from types import SimpleNamespace
 import numpy as np
 import pytest
 
+from app_pages._ui.static_table import BOX
 from tests.browser.conftest import CHART, SHOTS, assert_no_exception, screenshot, wait_done, wrapped_cells
 from viz_core import i18n
 from viz_core.lessons import surfaces
 from viz_core.plots import optimizers as plots
 
 pytestmark = pytest.mark.browser
+TABLES = BOX  # the class of the table element's box
 SIX = "sgd,momentum,adagrad,rmsprop,adam,adamw"  # the five classic racers and AdamW
 
 
 def _racer_rows(page) -> list[str]:
-    """The first column of the results table (a markdown table), as shown."""
-    table = page.locator("[data-testid='stMain'] [data-testid='stMarkdownContainer'] table").first
+    """The first column of the results table (the table element's), as shown."""
+    table = page.locator(f"[data-testid='stMain'] .{TABLES} table").first
     table.wait_for(timeout=30_000)
     return [c.strip() for c in table.locator("tbody tr td:first-child").all_inner_texts()]
 
@@ -262,7 +264,7 @@ def test_results_tables_keep_words_whole_on_a_phone(open_page, lang):
     page = open_page(f"/optimizers?lang={lang}&fair=1&racers={SIX},nadam", width=390, height=1400)
     rows = _racer_rows(page)
     assert rows == ["SGD", "Momentum", "AdaGrad", "RMSProp", "Adam", "AdamW", "NAdam"]
-    tables = page.locator("[data-testid='stMain'] [data-testid='stMarkdownContainer'] table")
+    tables = page.locator(f"[data-testid='stMain'] .{TABLES} table")
     for i in range(tables.count()):
         table = tables.nth(i)
         if lang == "en":  # (Chinese breaks a line between any two characters of a header, as it should)
