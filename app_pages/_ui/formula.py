@@ -26,12 +26,11 @@ import re
 from functools import lru_cache
 
 import streamlit as st
-from streamlit.errors import StreamlitDuplicateElementId
 
 from .chart import STREAMLIT_JS
+from .elements import draw_by_data
 
 NAME = "attention_explorer_formula"  # the component's name (AppTest: an UnknownElement "bidi_component")
-MAX_SAME = 50  # the same formula at most this many times in one run
 SEPARATOR = r"\qquad"  # between two equations of one display (at the top level: not inside braces or environments)
 _OFF = "ATTN_FORMULA_ELEMENT"  # "0": every formula through st.markdown (tests of that path, benchmarks)
 
@@ -129,17 +128,7 @@ def parts(tex: str) -> list[str]:
 
 
 def draw(tex: str, label: str) -> None:
-    """One formula element: `tex` for KaTeX (display mode), `label` what a screen reader says for it.
-
-    An element is known by its data, so the same formula shown twice in one run would be the same element twice:
-    the second gets its place in the run as well (n = 1, then 2...), the first none, so each keeps its identity
-    from run to run."""
+    """One formula element: `tex` for KaTeX (display mode), `label` what a screen reader says for it (the same
+    formula twice in one run: two elements, elements.draw_by_data)."""
     split = parts(tex)
-    data = {"tex": tex, "label": label, **({"parts": split} if len(split) > 1 else {})}
-    for n in range(1, MAX_SAME + 1):
-        try:
-            _element()(data=data, width="stretch", height="content")
-            return
-        except StreamlitDuplicateElementId:
-            data = {**data, "n": n}
-    raise StreamlitDuplicateElementId("formula")  # (more than MAX_SAME times the same formula in one run)
+    draw_by_data(_element(), {"tex": tex, "label": label, **({"parts": split} if len(split) > 1 else {})}, "formula")

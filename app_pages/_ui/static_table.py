@@ -18,11 +18,11 @@ import os
 from functools import lru_cache
 
 import streamlit as st
-from streamlit.errors import StreamlitDuplicateElementId
+
+from .elements import draw_by_data
 
 NAME = "attention_explorer_table"  # the component's name (AppTest: an UnknownElement "bidi_component")
 BOX = "ae-tables"  # the class of the element's box (style.PAGE_CSS; browser tests find the tables by it)
-MAX_SAME = 50  # the same tables at most this many times in one run
 _OFF = "ATTN_TABLE_ELEMENT"  # "0": every table through st.markdown
 
 JS = r"""
@@ -59,15 +59,6 @@ def _element():
 
 
 def draw(tables: list[dict]) -> None:
-    """Tables, one under the other, in one element: each {"title": str | None, "columns": [str], "rows": [[str]]}.
-
-    An element is known by its data, so the same tables shown twice in one run would be one element twice: the
-    second gets its place in the run as well (n = 1, then 2...), so each keeps its identity from run to run."""
-    data: dict = {"tables": tables}
-    for n in range(1, MAX_SAME + 1):
-        try:
-            _element()(data=data, width="stretch", height="content")
-            return
-        except StreamlitDuplicateElementId:
-            data = {**data, "n": n}
-    raise StreamlitDuplicateElementId("table")  # (more than MAX_SAME times the same tables in one run)
+    """Tables, one under the other, in one element: each {"title": str | None, "columns": [str], "rows": [[str]]}
+    (the same tables twice in one run: two elements, elements.draw_by_data)."""
+    draw_by_data(_element(), {"tables": tables}, "table")
