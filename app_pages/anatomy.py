@@ -78,7 +78,7 @@ def _norm_checks(res: dict, p: dict) -> None:
                d=p["d_model"])]
     if p["n_pad"]:
         parts.append(t("anatomy.pad_explain", shift=_fmt(c["bn_pad_shift"])))
-    st.markdown("\n\n".join(parts))
+    ui.prose("\n\n".join(parts))
     if c["single_token"]:
         st.warning(t("anatomy.single_token"))
     elif p["batch"] == 1:
@@ -111,7 +111,7 @@ def _std_variant(d_model: int) -> None:
 
 
 def section_norms() -> None:
-    st.markdown(ui.glossed(t("anatomy.norms_intro")))
+    ui.prose(ui.glossed(t("anatomy.norms_intro")))
     # the two norms of a row (left), the statistics they use and the norm of a column (right): two formulas one
     # under the other in each display, one element each for the browser to draw
     _formulas(r"\begin{gathered}\text{LN}(x)=\gamma\odot\frac{x-\mu}{\sqrt{\sigma^2+\epsilon}}+\beta \\[14pt] "
@@ -141,7 +141,7 @@ def section_norms() -> None:
 
 # ================================================================ 2. residuals and norm placement
 def section_placement() -> None:
-    st.markdown(ui.glossed(t("anatomy.placement_intro")))
+    ui.prose(ui.glossed(t("anatomy.placement_intro")))
     _formulas(r"\text{post: } x_{l+1}=\text{LN}\big(x_l+F(x_l)\big)",
               r"\text{pre: } x_{l+1}=x_l+F\big(\text{LN}(x_l)\big)")
     depth = ui.slider(t("anatomy.depth"), 2, 48, "depth", 12, help=t("anatomy.depth_help"))
@@ -163,7 +163,7 @@ def section_placement() -> None:
 
 # ================================================================ 3. FFN
 def section_ffn() -> None:
-    st.markdown(ui.glossed(t("anatomy.ffn_intro")))
+    ui.prose(ui.glossed(t("anatomy.ffn_intro")))
     _formulas(r"\text{FFN}(x)=\max(0,\ xW_1+b_1)\,W_2+b_2",
               r"W_1\in\mathbb{R}^{d_{model}\times d_{ff}},\ \ d_{ff}=4\,d_{model}")
     c1, c2, c3 = st.columns(3)
@@ -217,7 +217,7 @@ def _dropout_flow(place: str) -> None:
 
 
 def section_dropout() -> None:
-    st.markdown(ui.glossed(t("anatomy.dropout_intro")))
+    ui.prose(ui.glossed(t("anatomy.dropout_intro")))
     _formulas(r"y=\frac{m\odot x}{1-p},\quad m_i\sim\text{Bernoulli}(1-p)",
               r"\mathbb{E}[y]=x;\qquad \text{eval: } y=x")
     c1, c2, c3, c4 = st.columns(4)
@@ -269,7 +269,7 @@ def _dropout_maps(d: dict, place: str, p: float, training: bool) -> None:
 
 # ================================================================ 5. label smoothing
 def section_smoothing() -> None:
-    st.markdown(ui.glossed(t("anatomy.smoothing_intro")))
+    ui.prose(ui.glossed(t("anatomy.smoothing_intro")))
     _formulas(r"q_k=(1-\epsilon)\,[k=y]+\frac{\epsilon}{K}",
               r"\mathcal{L}=-\sum_k q_k\log p_k",
               r"=-\sum_k q_k\,\big(z_k-\log\textstyle\sum_j e^{z_j}\big)")
@@ -343,7 +343,7 @@ def _step_rows(r, text: str) -> list[tuple[str, str, tuple, str]]:
 
 
 def section_path() -> None:
-    st.markdown(ui.glossed(t("anatomy.path_intro")))
+    ui.prose(ui.glossed(t("anatomy.path_intro")))
     _formulas(r"h_0=E[x]\sqrt{d_{model}}+PE,\quad h_l=\text{Block}_l(h_{l-1})",
               r"p(x_{N+1}\mid x_{\le N})=\text{softmax}\!\big(h_L[N]\,E^\top/T\big)")
     p = _path_controls()
@@ -388,7 +388,7 @@ def _distribution(r, p: dict) -> None:
 
 def _parameter_section() -> None:
     st.subheader(t("anatomy.params_title"))
-    st.markdown(ui.glossed(t("anatomy.params_intro")))
+    ui.prose(ui.glossed(t("anatomy.params_intro")))
     c1, c2, c3, c4 = st.columns(4)
     vocab = ui.number(t("anatomy.vocab"), 1, 1_000_000, "pv", 37000, container=c1)
     d = ui.number(t("anatomy.d_model"), 1, 8192, "pdm", 512, container=c2)

@@ -177,7 +177,7 @@ def result_text(result) -> str | None:
 
 # ---------------------------------------------------------------- induction tab
 def induction_tab() -> None:
-    st.markdown(ui.glossed(t("lm.ind_intro")))
+    ui.prose(ui.glossed(t("lm.ind_intro")))
     ui.latex(r"\mathrm{prev}(h) = \frac{1}{N-1}\sum_{i=1}^{N-1} A^h_{i,\,i-1}")
     score_definition()
     lm = trainable_model("induction")
@@ -187,7 +187,7 @@ def induction_tab() -> None:
 
 def score_definition() -> None:
     """The induction score's two rules (viz_core.lm.induction): the standard test x = s s, and any other text."""
-    st.markdown(t("lm.ind_definition"))
+    ui.prose(t("lm.ind_definition"))
     ui.latex(r"\begin{aligned}x = s\,s,\ |s| = L:\quad \mathrm{ind}(h) &= \frac{1}{L}\sum_{i=L}^{2L-1}"
              r" A^h_{i,\,i-L+1} \\[14pt] \forall x:\quad \mathrm{ind}(h) &= \frac{1}{|S|}\sum_{i \in S}\ "
              r"\sum_{j < i,\ x_j = x_i} A^h_{i,\,j+1}\end{aligned}")  # the two rules: one display
@@ -328,7 +328,7 @@ def generate_tab() -> None:
     if choice != "chars":
         real_generation(choice)
         return
-    st.markdown(ui.glossed(t("lm.gen_intro")))
+    ui.prose(ui.glossed(t("lm.gen_intro")))
     sampling_formula()
     st.caption(t("lm.gen.live_note"))
     lm = trainable_model("chars")
@@ -478,7 +478,7 @@ def real_notes(d) -> None:
 
 
 def real_intro(d, m, shape) -> None:
-    st.markdown(ui.glossed(t("lm.real_intro", name=d.title, layers=shape.n_layers, heads=shape.n_heads,
+    ui.prose(ui.glossed(t("lm.real_intro", name=d.title, layers=shape.n_layers, heads=shape.n_heads,
                              kv=shape.n_kv_heads, variant=t(f"lm.real_variant_{shape.variant}"),
                              d_head=shape.head_dim, vocab=f"{m.model.config.vocab_size:,}",
                              max_prompt=real.MAX_PROMPT_TOKENS, max_new=real.MAX_NEW_TOKENS)))
@@ -568,7 +568,7 @@ def real_npz(trace) -> bytes:
 
 # ---------------------------------------------------------------- KV-cache tab
 def cache_tab() -> None:
-    st.markdown(ui.glossed(t("lm.cache_intro")))
+    ui.prose(ui.glossed(t("lm.cache_intro")))
     ui.latex(r"\text{bytes} = 2 \cdot L \cdot B \cdot H_{kv} \cdot T \cdot d_k \cdot 4")
     lm, _ = cached.training.current("chars")
     vocab, max_len = (lm.config.vocab, lm.config.max_len) if lm is not None else (128, 96)
@@ -676,7 +676,7 @@ def speed_chart(kind: str, polling: bool) -> None:
 def decoder_tab() -> None:
     """The logit lens and the attention sinks of either of this page's models, on a text the person types, and
     what the model is made of (with links to the pages that teach each part)."""
-    st.markdown(ui.glossed(t("lm.dec_intro")))
+    ui.prose(ui.glossed(t("lm.dec_intro")))
     task = ui.radio(t("lm.dec_model"), DECODER_MODELS, "dec_model", horizontal=True,
                     format_func=lambda k: t(f"lm.dec_model_{k}"))
     lm, origin = cached.training.current(task)
@@ -709,7 +709,7 @@ def decoder_tab() -> None:
 
 
 # ---------------------------------------------------------------- page
-st.markdown(ui.glossed(t("lm.intro")))
+ui.prose(ui.glossed(t("lm.intro")))
 ui.latex(r"x_{\ell+1} = x_\ell + \mathrm{Attn}(\mathrm{LN}(x_\ell)),\qquad "
          r"\mathrm{Attn} = \mathrm{softmax}\!\left(\frac{QK^\top}{\sqrt{d_k}} + M\right)V,\qquad "
          r"M_{ij} = \begin{cases} 0 & j \le i \\ -\infty & j > i \end{cases}")

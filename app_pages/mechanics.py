@@ -206,7 +206,7 @@ def _batched_shapes_body():
 
 
 def section_steps():
-    st.markdown(ui.glossed(ui.t("mechanics.steps_intro")))
+    ui.prose(ui.glossed(ui.t("mechanics.steps_intro")))
     ui.latex(r"\begin{gathered}\mathrm{Attention}(Q,K,V) \\ =\mathrm{softmax}\!\left(\frac{QK^\top}{\sqrt{d_k}}"
              r"+M\right)V \\ Q=XW_q,\quad K=XW_k,\quad V=XW_v\end{gathered}")
     source = ui.radio(ui.t("mechanics.source"), SOURCES, "src", format_func=lambda s: ui.t(f"mechanics.src_{s}"))
@@ -308,7 +308,7 @@ def _method_comparison(view: mech.MaskView) -> None:
 
 
 def section_masks():
-    st.markdown(ui.glossed(ui.t("mechanics.masks_intro")))
+    ui.prose(ui.glossed(ui.t("mechanics.masks_intro")))
     # (in symbols only, the same in both languages: the words are in the text above)
     ui.latex(r"\begin{gathered}\mathrm{softmax}(S + M),\quad M_{ij}\in\{0,\,-\infty\} \\ "
              r"M^{\mathrm{causal}}_{ij}=\begin{cases}0 & j\le i\\ -\infty & j>i\end{cases}\end{gathered}")
@@ -465,7 +465,7 @@ def _variant_outputs() -> None:
 
 
 def section_variants():
-    st.markdown(ui.glossed(ui.t("mechanics.variants_intro")))
+    ui.prose(ui.glossed(ui.t("mechanics.variants_intro")))
     ui.latex(r"\begin{gathered}\mathrm{head}_i = \mathrm{Attention}\big(Q^{(i)}, K^{(g(i))}, V^{(g(i))}\big)"
              r" \\ g(i) = \left\lfloor i \,/\, (H / H_{kv}) \right\rfloor\end{gathered}")
     _kv_cache_part()

@@ -203,7 +203,7 @@ def downloads(result: opt.RaceResult) -> None:
 
 
 def race_tab(cfg: opt.RaceConfig, result: opt.RaceResult, surface, labels) -> None:
-    st.markdown(ui.glossed(ui.t("optimizers.race_intro")))
+    ui.prose(ui.glossed(ui.t("optimizers.race_intro")))
     ui.latex(surface.latex)
     rows = opt.race_summary(result)
     show_messages(result, rows)
@@ -220,7 +220,7 @@ def race_tab(cfg: opt.RaceConfig, result: opt.RaceResult, surface, labels) -> No
 
 # ---------------------------------------------------------------- the inside tab
 def inside_tab(result: opt.RaceResult, labels) -> None:
-    st.markdown(ui.glossed(ui.t("optimizers.inside_intro")))
+    ui.prose(ui.glossed(ui.t("optimizers.inside_intro")))
     for n in opt.CLASSIC:
         st.markdown(f"**{names()[n]}**{ui.t('common.colon')}{ui.t(f'optimizers.explain_{n}')}")
         ui.latex(opt.LATEX[n])
@@ -245,7 +245,7 @@ def state_viewer(result: opt.RaceResult, labels) -> None:
 
 # ---------------------------------------------------------------- the schedules tab
 def schedules_tab(sched: schedules.ScheduleConfig, steps: int, lr: float, labels) -> None:
-    st.markdown(ui.glossed(ui.t("optimizers.sched_intro")))
+    ui.prose(ui.glossed(ui.t("optimizers.sched_intro")))
     ui.latex(r"\mathrm{lr}_t = d_{\mathrm{model}}^{-0.5}\,\min\!\left(t^{-0.5},\; t\cdot "
              r"\mathrm{warmup}^{-1.5}\right)")
     curves = cached.schedule_curves(sched, steps, lr)

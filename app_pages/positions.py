@@ -49,7 +49,7 @@ def _thinned_caption(view: demos.TableView) -> None:
 
 # ---------------------------------------------------------------- 1. heatmap and waves
 def part_heatmap() -> None:
-    st.markdown(ui.glossed(ui.t("positions.heatmap_intro")))
+    ui.prose(ui.glossed(ui.t("positions.heatmap_intro")))
     ui.latex(r"\begin{aligned}PE_{(pos,\,2i)} &= \sin\!\left(pos / 10000^{2i/d_{model}}\right)\\ "
              r"PE_{(pos,\,2i+1)} &= \cos\!\left(pos / 10000^{2i/d_{model}}\right)\end{aligned}")
     max_len, d_model = _sizes()
@@ -205,7 +205,7 @@ def part_example() -> None:
 
 # ---------------------------------------------------------------- 5. sqrt(d_model)
 def part_scale() -> None:
-    st.markdown(ui.glossed(ui.t("positions.scale_intro")))
+    ui.prose(ui.glossed(ui.t("positions.scale_intro")))
     ui.latex(r"\begin{aligned}e_j \sim \mathcal{N}\!\left(0, \tfrac{1}{d_{model}}\right) &\Rightarrow "
              r"\lVert e\rVert \approx 1\\ \lVert \sqrt{d_{model}}\, e\rVert &\approx \sqrt{d_{model}}\\ "
              r"\lVert PE(pos)\rVert &= \sqrt{d_{model}/2}\end{aligned}")

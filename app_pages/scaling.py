@@ -40,7 +40,7 @@ def dk_slider(container=st) -> int:
 
 # ---------------------------------------------------------------- part 1: distribution of q.k
 def part_distribution() -> None:
-    st.markdown(ui.glossed(t("scaling.dist_intro")))
+    ui.prose(ui.glossed(t("scaling.dist_intro")))
     ui.latex(r"\operatorname{Var}(q\cdot k)=\sum_{i=1}^{d_k}\operatorname{Var}(q_i k_i)=d_k")
     ui.latex(r"\operatorname{Var}\!\left(\frac{q\cdot k}{\sqrt{d_k}}\right)=\frac{d_k}{d_k}=1")
     d_k = dk_slider()
@@ -143,7 +143,7 @@ def example_row_view(d_k: int, n: int, temp: float) -> None:
 
 
 def part_softmax() -> None:
-    st.markdown(ui.glossed(t("scaling.softmax_intro")))
+    ui.prose(ui.glossed(t("scaling.softmax_intro")))
     ui.latex(r"p=\operatorname{softmax}\!\left(\frac{z}{s\,T}\right),\quad s\in\{1,\sqrt{d_k}\}")
     ui.latex(r"J=\frac{\partial p}{\partial (z/sT)}=\operatorname{diag}(p)-p\,p^{\top}")
     ui.latex(r"\|J\|_F^2=\sum_i p_i^2(1-p_i)^2+\sum_{i\ne j} p_i^2\,p_j^2")
@@ -212,7 +212,7 @@ def model_figures(tokens: list[str], s: scaling.HeadScores) -> None:
 
 
 def part_model() -> None:
-    st.markdown(ui.glossed(t("scaling.model_intro")))
+    ui.prose(ui.glossed(t("scaling.model_intro")))
     ui.latex(r"S = Q_h K_h^{\top}")
     ui.latex(r"A=\operatorname{softmax}\!\left(\frac{S}{s}\right),\quad s\in\{1,\sqrt{d_k}\}")
     chosen = model_controls()
@@ -269,7 +269,7 @@ def experiment_results(r: scaling.ExperimentResult) -> None:
 
 def part_train() -> None:
     cfg = scaling.ExperimentConfig()
-    st.markdown(ui.glossed(t("scaling.train_intro", n=cfg.n_pairs, symbols=cfg.n_symbols, values=cfg.n_values,
+    ui.prose(ui.glossed(t("scaling.train_intro", n=cfg.n_pairs, symbols=cfg.n_symbols, values=cfg.n_values,
                              lr=cfg.lr, batch=cfg.batch)))
     ui.latex(r"\text{logits} = W_o\,\operatorname{softmax}\!\left(\frac{q K^{\top}}{s}\right)V")
     ui.latex(r"s \in \{1, \sqrt{d_k}\}")

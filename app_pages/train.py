@@ -223,7 +223,7 @@ def decode_tab(model) -> str:
 
 
 def step_view(trace) -> None:
-    st.markdown(ui.glossed(t("train.decode_explain")))
+    ui.prose(ui.glossed(t("train.decode_explain")))
     ui.latex(r"y_t = \arg\max_{v} \; p(v \mid y_{<t}, x)")
     n = len(trace.out)
     step = ui.slider(t("train.decode_step"), 1, max(n, 2), "step", 1) if n > 1 else 1
@@ -283,7 +283,7 @@ def draw_maps(maps, kind, head, src, tgt_in, key: str) -> None:
 
 
 def attention_tab(model, text: str) -> None:
-    st.markdown(ui.glossed(t("train.attention_explain")))
+    ui.prose(ui.glossed(t("train.attention_explain")))
     ui.latex(r"\mathrm{softmax}\!\left(\frac{QK^\top}{\sqrt{d_k}} + M\right)V")
     ui.latex(r"M_{ij} \in \{0, -\infty\}")
     kind, layer, head = kind_layer_head(model, "")
@@ -480,7 +480,7 @@ def reached(result) -> bool:
 TABS = ("train", "decode", "attention", "snapshots", "save", "compare")
 
 # ---------------------------------------------------------------- page
-st.markdown(ui.glossed(t("train.intro")))
+ui.prose(ui.glossed(t("train.intro")))
 ui.latex(r"\mathcal{L} = -\sum_t \sum_{v} q_t(v)\,\log p_\theta(v \mid y_{<t}, x)")
 ui.latex(r"q_t(v) = (1-\varepsilon)\,\mathbf{1}[v = y_t] + \varepsilon / V")
 cached.training.collect()  # a finished job: keep its model (or a comparison's curves) and why it stopped; the

@@ -53,6 +53,15 @@ def charts(at) -> list:
             or (e.type == "bidi_component" and e.proto.component_name == NAME)]
 
 
+def markdowns(at) -> list[str]:
+    """The page's markdown texts in page order: st.markdown's and the prose element's (app_pages/_ui/paragraphs.py,
+    its markdown as written). `at` is an AppTest or a block of one."""
+    from app_pages._ui.paragraphs import NAME
+    root = at._tree if isinstance(at, AppTest) else at
+    return [json.loads(e.proto.json)["md"] if e.type == "bidi_component" else e.value for e in root
+            if e.type == "markdown" or (e.type == "bidi_component" and e.proto.component_name == NAME)]
+
+
 def md_tables(at) -> list:
     """The tables of the page (ui.table, ui.tables) as DataFrames of strings, in page order: those of the table
     element (app_pages/_ui/static_table.py) as its data has them, and markdown ones with each cell unescaped

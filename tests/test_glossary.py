@@ -12,7 +12,7 @@ import pytest
 from app_pages import _ui as ui
 from app_pages._ui.nav import PAGES
 from app_pages._ui.state import STORE
-from tests.conftest import assert_clean, assert_opens_in_state, page_links, run_page, widget
+from tests.conftest import assert_clean, assert_opens_in_state, markdowns, page_links, run_page, widget
 from viz_core import i18n
 from viz_core.learning import glossary
 from viz_core.lm.corpus import clean
@@ -121,7 +121,7 @@ def test_glossed_turns_marks_into_links_to_the_entry(monkeypatch, lang, name, su
 def test_a_page_links_its_first_use_of_a_term(lang):
     at = run_page("mechanics", {"lang": lang})
     assert_clean(at)
-    intro = next(m.value for m in at.markdown if "term=softmax" in m.value)
+    intro = next(m for m in markdowns(at) if "term=softmax" in m)
     suffix = "&lang=zh" if lang == "zh" else ""
     for term in ("embedding", "query", "key", "value", "scaling", "mask", "softmax"):
         assert f"](start?part=glossary&term={term}{suffix})" in intro
@@ -138,7 +138,7 @@ def test_each_terms_link_opens_its_page_in_the_promised_state(term):
     """From the glossary (a visited Start page), the entry's link opens the target page with its parameters: the
     page runs cleanly, holds every parameter in its state, and its own texts show no raw mark."""
     at = assert_opens_in_state(term.page, term.link_params)
-    assert not [m.value for m in at.markdown if "[[" in m.value]
+    assert not [m for m in markdowns(at) if "[[" in m]
 
 
 # ---------------------------------------------------------------- the glossary view itself

@@ -2,12 +2,12 @@
 input shown as an error element instead of an exception."""
 import re
 
-from tests.conftest import assert_clean, charts, figure_text, figures, run_page, widget
+from tests.conftest import assert_clean, charts, figure_text, figures, markdowns, run_page, widget
 
 
 def _text(at) -> str:
     """Every markdown, caption and metric on the page, as one string."""
-    parts = [m.value for m in at.markdown] + [c.value for c in at.caption]
+    parts = markdowns(at) + [c.value for c in at.caption]
     parts += [f"{m.label} {m.value}" for m in at.metric]
     return "\n".join(parts)
 

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 import torch
 
-from tests.conftest import assert_clean, figures, plotly_array, run_page, widget
+from tests.conftest import assert_clean, figures, plotly_array, markdowns, run_page, widget
 from viz_core.lm.lens import logit_lens
 from viz_core.lm.training import load_lm
 from viz_core.pretrained.head_analysis import sink_shares
@@ -48,7 +48,7 @@ def test_lens_of_the_character_model_is_the_models_own_prediction_at_the_last_ro
     assert fig["layout"]["xaxis"]["ticktext"] == ["emb" if lang == "en" else "嵌入", "0", "1", "2", "3"]
     assert ("after block" if lang == "en" else "块之后") in fig["layout"]["xaxis"]["title"]["text"]
     assert fig["layout"]["yaxis"]["autorange"] == "reversed"  # the text reads top to bottom
-    summary = next(m.value for m in at.markdown if m.value.startswith(("The model's final guess", "模型的最终猜测")))
+    summary = next(m for m in markdowns(at) if m.startswith(("The model's final guess", "模型的最终猜测")))
     hits = int((probs[:-1].argmax(-1) == np.array(lm.encode(text))[1:]).sum())
     assert f"{hits} of {len(text) - 1}" in summary if lang == "en" else f"{len(text) - 1} 个位置中的 {hits} 个" in summary
 
@@ -95,7 +95,7 @@ def test_too_long_or_empty_text_is_a_message_not_a_traceback():
 def test_architecture_of_our_model_and_links_in_the_right_state():
     at = run_page("language_model", {"lang": "en", "tab": "decoder", "dec_arch": "1"})
     assert_clean(at)
-    text = " ".join(m.value for m in at.markdown)
+    text = " ".join(markdowns(at))
     assert "multi-head (MHA), 4 query heads and 4 key/value heads" in text
     assert "learned absolute" in text and "LayerNorm, pre-norm" in text
     links = _links(at)
@@ -153,7 +153,7 @@ def test_gqa_model_states_its_groups_and_its_sinks_map_is_outlined(tiny_decoders
     path, _ = tiny_decoders["llama"]
     at = run_page("attention", {"lang": "en", "model": path, "view": "sinks", "arch": "1"})
     assert_clean(at)
-    text = " ".join(m.value for m in at.markdown)
+    text = " ".join(markdowns(at))
     assert "grouped-query (GQA), 6 query heads and 2 key/value heads" in text
     assert "rotary (RoPE)" in text and "RMSNorm, pre-norm" in text
     assert "key/value head 0 ← query heads 0, 1, 2" in text and "key/value head 1 ← query heads 3, 4, 5" in text

@@ -10,7 +10,7 @@ import pytest
 
 import app_pages._ui as ui
 
-from tests.conftest import assert_clean, charts, run_page, widget
+from tests.conftest import assert_clean, charts, markdowns, run_page, widget
 from tests.test_page_attention import folders_allowed, tiny_folders
 
 __all__ = ["folders_allowed", "tiny_folders"]  # the Attention page's fixtures, shared (pytest finds them here)
@@ -25,7 +25,7 @@ def _run(query: dict):
 
 
 def _markdown(at) -> str:
-    return " ".join(m.value for m in at.markdown)
+    return " ".join(markdowns(at))
 
 
 def test_pair_in_english():

@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 from app_pages._ui.training_job import shipped_path
-from tests.conftest import assert_clean, figure_text, figures, plotly_array, run_page, widget
+from tests.conftest import assert_clean, figure_text, figures, plotly_array, markdowns, run_page, widget
 from viz_core.i18n import t as i18n_t
 from viz_core.lm.charset import never_generated
 from viz_core.lm.generate import generate
@@ -94,7 +94,7 @@ def test_your_sequence_tab_draws_the_typed_tokens():
     assert "the rule for any other text would give" in texts(at.caption)  # where the two rules meet: both shown
     assert "TransformerLens" in texts(at.caption) and "divided by all 8 rows rather than the 4 counted" in \
         texts(at.caption)
-    best = [m.value for m in at.markdown if "Best induction head" in m.value]
+    best = [m for m in markdowns(at) if "Best induction head" in m]
     assert best and float(best[0].split("score **")[1].rstrip("*.")) >= 0.5
 
 
@@ -106,7 +106,7 @@ def test_your_sequence_reads_words_and_scores_the_repeated_phrase(lang, text, wo
     at = open_lm({"lang": lang, "tab": "sequence", "seq": text})
     assert_clean(at)
     assert words in texts(at.caption)
-    best = [m.value for m in at.markdown if "score **" in m.value or "分数 **" in m.value]
+    best = [m for m in markdowns(at) if "score **" in m or "分数 **" in m]
     assert best and float(best[0].rsplit("**", 2)[-2]) >= 0.5
 
 
@@ -174,7 +174,7 @@ def test_training_runs_as_a_job_and_replaces_the_shipped_model_zh():
     at.button(key="lm.go_induction").click().run()
     assert_clean(at)
     assert at.session_state["_jobs.lm"] is not None
-    marks = " ".join(m.value for m in at.markdown if "-badge[" in m.value)
+    marks = " ".join(m for m in markdowns(at) if "-badge[" in m)
     assert "正在训练（实时）" in marks and "你正在查看的模型" in marks  # the live run and the shown model, told apart
     finish_training(at)
     assert_clean(at)

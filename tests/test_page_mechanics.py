@@ -4,7 +4,7 @@ input shown as an error element instead of a traceback."""
 import numpy as np
 import pytest
 
-from tests.conftest import assert_clean, figures, md_tables, plotly_array, run_page, widget
+from tests.conftest import assert_clean, figures, md_tables, plotly_array, markdowns, run_page, widget
 
 
 def _figures(at) -> list[dict]:
@@ -21,7 +21,7 @@ def _titles(at) -> list[str]:
 
 
 def _text(at) -> str:
-    parts = [m.value for m in at.markdown] + [c.value for c in at.caption] + [s.value for s in at.success]
+    parts = markdowns(at) + [c.value for c in at.caption] + [s.value for s in at.success]
     parts += [i.value for i in at.info] + [e.value for e in at.error]
     return "\n".join(parts)
 

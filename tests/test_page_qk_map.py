@@ -7,7 +7,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from tests.conftest import assert_clean, figures, plotly_array, run_page, widget
+from tests.conftest import assert_clean, figures, plotly_array, markdowns, run_page, widget
 from tests.test_page_attention import folders_allowed, tiny_folders  # noqa: F401  (fixtures)
 from viz_core.pretrained import bert_numpy, qk_map
 
@@ -59,7 +59,7 @@ def test_points_are_the_projection_of_the_models_queries_and_keys(nb, lang):
     line = next(c.value for c in at.caption if ("nearest key is the heaviest" in c.value or "最近的键" in c.value))
     assert f"{near.hit * 100:.0f}" in line and f"{near.chance * 100:.0f}" in line and str(near.n) in line
     claim = "a query lands near the keys it gives the most weight" if lang == "en" else "查询会落在它分配权重最多的那些键附近"
-    assert claim not in " ".join(m.value for m in at.markdown)
+    assert claim not in " ".join(markdowns(at))
     assert len(at.get("download_button")) == 1
 
 

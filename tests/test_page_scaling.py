@@ -2,7 +2,7 @@
 import pytest
 
 from app_pages._ui import scaling as data
-from tests.conftest import assert_clean, charts, run_page, widget
+from tests.conftest import assert_clean, charts, markdowns, run_page, widget
 from viz_core.lessons import scaling
 
 
@@ -38,12 +38,12 @@ def test_softmax_chinese_temperature_and_n():
     assert any(m.label.startswith("最大权重") for m in at.metric)
     unscaled, scaled = (float(x) for x in _metric(at, "最大权重").split(" / "))
     assert unscaled > 0.95 and scaled < 0.4                           # N = 16, T = 1: saturated vs not
-    text = " ".join(m.value for m in at.markdown)
+    text = " ".join(markdowns(at))
     assert "d_k = 256" in text and "不缩放时" in text                  # the onset of saturation, in Chinese
     assert _charts(at) == 6                                            # 3 curves, bars, 2 Jacobians (N <= 32)
     widget(at, "select_slider", "scaling.temp").set_value(10.0).run()
     assert_clean(at)
-    assert "直到 d_k = 4096" in " ".join(m.value for m in at.markdown)  # a hot softmax never saturates here
+    assert "直到 d_k = 4096" in " ".join(markdowns(at))  # a hot softmax never saturates here
     at.slider(key="scaling.n").set_value(200).run()
     assert_clean(at)
     assert _charts(at) == 4 and any("N ≤ 32" in c.value for c in at.caption)  # Jacobians too big to draw

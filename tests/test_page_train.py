@@ -3,7 +3,7 @@ import numpy as np
 import pytest
 
 from app_pages._ui.training_job import shipped_path
-from tests.conftest import assert_clean, figure_text, figures, md_tables, plotly_array, run_page, widget
+from tests.conftest import assert_clean, figure_text, figures, markdowns, md_tables, plotly_array, run_page, widget
 from viz_core.seq2seq.training import TrainConfig, load_checkpoint
 
 
@@ -101,7 +101,7 @@ def test_decoding_step_slider_and_attention_kind():
 
 
 def badges(at) -> str:
-    return " ".join(m.value for m in at.markdown if "-badge[" in m.value)
+    return " ".join(m for m in markdowns(at) if "-badge[" in m)
 
 
 def test_short_training_run_zh():
@@ -190,7 +190,7 @@ def test_the_shipped_model_shows_its_accuracy_at_every_input_length():
     assert table.iloc[0, 0] == "exact %"
     values = [float(v) for v in table.iloc[0, 1:]]
     assert all(v >= 99.0 for v in values)  # the re-shipped sort model: >= 99 % at every length
-    md = next(m.value for m in at.markdown if "| input length |" in m.value)
+    md = next(m for m in markdowns(at) if "| input length |" in m)
     assert md.startswith("**Accuracy by input length**")
     if min(values) < 100:  # the weakest length (the longest of the lowest) is marked bold and red, and only it
         assert md.count(":red[") == 1 and f"**:red[{min(values):.1f}]**" in md

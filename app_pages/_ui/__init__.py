@@ -10,6 +10,8 @@ This file is an index: each name lives in the module of its concern and is re-ex
     state.py      a page's values: one read verb, one write verb    value, set_value (and the module itself: state)
     markdown.py   typed text shown as typed, tables, formulas,      plain_md, code_md, Md, table, tables, latex,
                   glossary links                                    glossed, glossary_href
+    paragraphs.py our own paragraphs, drawn without Streamlit's     prose
+                  markdown where they are plain enough
     figures.py    figures drawn with the house settings, shared     plot, share, SharedFigures, play_labels
                   figures cached by their arguments
     feedback.py   bad input, progress, results to take away         show_error, safe, wait_for, download
@@ -25,6 +27,7 @@ from .feedback import download, safe, show_error, wait_for
 from .figures import SharedFigures, play_labels, plot, share
 from .language import LANG_KEY, lang, pin_lang, sentences, t
 from .markdown import Md, code_md, glossary_href, glossed, latex, plain_md, table, tables
+from .paragraphs import prose
 from .state import set_value, value
 from .style import PAGE_CSS, page_style
 from .widgets import (HIDDEN, checkbox, fold, link, multiselect, number, pills, radio, segmented, select_slider,
@@ -35,7 +38,7 @@ __all__ = [
     "download", "safe", "show_error", "wait_for",
     "SharedFigures", "play_labels", "plot", "share",
     "LANG_KEY", "lang", "pin_lang", "t",
-    "Md", "code_md", "glossary_href", "glossed", "latex", "plain_md", "table", "tables",
+    "Md", "code_md", "glossary_href", "glossed", "latex", "plain_md", "table", "tables", "prose",
     "set_value", "value",
     "PAGE_CSS", "page_style",
     "HIDDEN", "checkbox", "fold", "link", "multiselect", "number", "pills", "radio", "segmented", "select_slider",

@@ -71,6 +71,18 @@ PAGE_CSS = """
 .ae-tables :is(th, td) { padding: 0.375rem 0.75rem; border: 1px solid var(--st-dataframe-border-color);
   text-align: left; vertical-align: middle; }
 .ae-tables th { font-weight: 700; }
+/* the prose element (app_pages/_ui/paragraphs.py): Streamlit's markdown paragraphs' look, in the theme's colours */
+.ae-prose { font-family: var(--st-font); font-size: 1rem; line-height: 1.6; overflow-wrap: break-word;
+  margin-bottom: -1rem; }
+.ae-prose p { word-break: break-word; }
+.ae-prose :is(p, ul) { margin: 0 0 1rem; }  /* (the last one's margin: the box takes it back, as markdown's does) */
+.ae-prose ul { padding: 0; list-style: disc outside; }
+.ae-prose li { margin: 0.2em 0 0.2em 1.15em; padding: 0 0 0 0.3em; }
+.ae-prose strong { font-weight: 600; }
+.ae-prose a { color: var(--st-link-color); text-decoration: underline; }
+.ae-prose code { font-family: var(--st-code-font); font-size: 0.75em; font-weight: var(--st-code-font-weight);
+  color: var(--st-code-text-color); background-color: var(--st-code-background-color); padding: 0.2em 0.4em;
+  border-radius: 0.25rem; white-space: pre-wrap; }
 /* links to other pages in the page itself wrap on a narrow screen instead of being cut with an ellipsis */
 [data-testid="stMain"] [data-testid="stPageLink-NavLink"] > span:last-child,
 [data-testid="stMain"] [data-testid="stPageLink-NavLink"] [data-testid="stMarkdownContainer"],

@@ -211,6 +211,22 @@ def overlapping_words(page, chart: str) -> list[tuple[str, str]]:
             and min(a[3], b[3]) - max(a[1], b[1]) > 1 and min(a[4], b[4]) - max(a[2], b[2]) > 1]
 
 
+def read_page(browser, url: str, script: str, arg=None, dark: bool = False, ready: str | None = None):
+    """page.evaluate(script, arg) on `url` opened in a context of its own (1400 x 1200, light or dark), once its run
+    is done (and `ready`, a JS predicate, holds) without an exception."""
+    ctx = browser.new_context(viewport={"width": 1400, "height": 1200}, color_scheme="dark" if dark else "light")
+    try:
+        page = ctx.new_page()
+        page.goto(url, wait_until="domcontentloaded")
+        wait_done(page)
+        if ready:
+            page.wait_for_function(ready, timeout=60_000)
+        assert_no_exception(page)
+        return page.evaluate(script, arg)
+    finally:
+        ctx.close()
+
+
 def screenshot(page, name: str) -> Path:
     SHOTS.mkdir(parents=True, exist_ok=True)
     path = SHOTS / f"{name}.png"

@@ -7,7 +7,7 @@ import re
 
 import pytest
 
-from tests.browser.conftest import assert_no_exception, streamlit_server, wait_done
+from tests.browser.conftest import assert_no_exception, read_page, streamlit_server
 
 pytestmark = pytest.mark.browser
 
@@ -35,16 +35,7 @@ def _as_drawn(html: str) -> str:
 
 
 def _formulas(browser, url: str, path: str) -> list[dict]:
-    ctx = browser.new_context(viewport={"width": 1400, "height": 1200})
-    try:
-        page = ctx.new_page()
-        page.goto(url + path, wait_until="domcontentloaded")
-        wait_done(page)
-        page.wait_for_function(_DRAWN, timeout=60_000)
-        assert_no_exception(page)
-        return page.evaluate(_FORMULAS)
-    finally:
-        ctx.close()
+    return read_page(browser, url + path, _FORMULAS, ready=_DRAWN)
 
 
 @pytest.fixture(scope="module")

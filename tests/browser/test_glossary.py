@@ -14,7 +14,7 @@ from viz_core.learning import glossary
 
 pytestmark = pytest.mark.browser
 
-INTRO_LINKS = "[data-testid='stMain'] [data-testid='stMarkdownContainer'] a[href*='part=glossary']"
+INTRO_LINKS = "[data-testid='stMain'] :is([data-testid='stMarkdownContainer'], .ae-prose) a[href*='part=glossary']"
 CHOSEN = ".st-key-glossary_chosen"
 WHERE = f"{CHOSEN} [data-testid='stPageLink-NavLink']"
 
