@@ -90,9 +90,9 @@ def _kind(c: str) -> str:
     return "p" if unicodedata.category(c)[0] in "PS" else "a"
 
 
-def _code(s: str, i: int) -> tuple[list, int] | None:
-    """A code span opening at s[i] (a run of backticks): (["code", text], end) or None when no run of the same length
-    closes it (then the run is literal text: not in the subset)."""
+def _code(s: str, i: int) -> tuple[list, int]:
+    """A code span opening at s[i] (a run of backticks): (["code", text], end). No run of the same length after it
+    (the run would be literal text) is not in the subset: _Other."""
     n = len(s) - len(s[i:].lstrip("`")) - i
     j = i + n
     while True:
