@@ -14,6 +14,27 @@ COMMONMARK = MarkdownIt("commonmark")
 SAMPLE = {"lang": "en"}
 
 
+def html(blocks: list) -> str:
+    """The blocks of a parse as CommonMark's HTML renderer writes them."""
+    def esc(s: str) -> str:
+        return s.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;").replace('"', "&quot;")
+
+    def one(n) -> str:
+        if isinstance(n, str):
+            return esc(n)
+        if n[0] == "code":
+            return f"<code>{esc(n[1])}</code>"
+        if n[0] == "a":
+            return f'<a href="{esc(n[1])}">{"".join(map(one, n[2]))}</a>'
+        return f"<{n[0]}>{''.join(map(one, n[1]))}</{n[0]}>"
+
+    def block(b) -> str:
+        if b[0] == "p":
+            return f"<p>{''.join(map(one, b[1]))}</p>\n"
+        return "<ul>\n" + "".join(f"<li>{''.join(map(one, item))}</li>\n" for item in b[1]) + "</ul>\n"
+    return "".join(map(block, blocks))
+
+
 def _texts() -> list[tuple[str, str]]:
     """(key / language, text) for every locale string, its {placeholders} filled with a plain sample value."""
     out = []
@@ -34,7 +55,7 @@ def test_every_accepted_locale_text_is_what_commonmark_makes_of_it():
         if paragraphs is None:
             continue
         accepted += 1
-        assert prose.html(paragraphs) == COMMONMARK.render(text), name
+        assert html(paragraphs) == COMMONMARK.render(text), name
     assert accepted > len(TEXTS) // 2  # the subset is what our texts use: most of them are in it
 
 
@@ -49,7 +70,7 @@ def test_every_accepted_locale_text_is_what_commonmark_makes_of_it():
 def test_the_subset_is_read_as_commonmark_reads_it(text):
     paragraphs = prose.parse(text)
     assert paragraphs is not None, text
-    assert prose.html(paragraphs) == COMMONMARK.render(text)
+    assert html(paragraphs) == COMMONMARK.render(text)
 
 
 @pytest.mark.parametrize("text", [

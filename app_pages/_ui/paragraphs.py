@@ -257,27 +257,6 @@ def parse(md: str) -> list | None:
     return None if found is None else [list(b) for b in found]
 
 
-def html(blocks: list) -> str:
-    """The blocks as CommonMark's HTML renderer writes them (tests compare it with markdown-it's)."""
-    def esc(s: str) -> str:
-        return s.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;").replace('"', "&quot;")
-
-    def one(n) -> str:
-        if isinstance(n, str):
-            return esc(n)
-        if n[0] == "code":
-            return f"<code>{esc(n[1])}</code>"
-        if n[0] == "a":
-            return f'<a href="{esc(n[1])}">{"".join(map(one, n[2]))}</a>'
-        return f"<{n[0]}>{''.join(map(one, n[1]))}</{n[0]}>"
-
-    def block(b) -> str:
-        if b[0] == "p":
-            return f"<p>{''.join(map(one, b[1]))}</p>\n"
-        return "<ul>\n" + "".join(f"<li>{''.join(map(one, item))}</li>\n" for item in b[1]) + "</ul>\n"
-    return "".join(map(block, blocks))
-
-
 # ---------------------------------------------------------------- draw
 def available() -> bool:
     """Whether our texts are drawn by this element (it is not switched off)."""
