@@ -11,7 +11,6 @@ from app_pages._ui import paragraphs as prose
 
 LOCALES = Path(__file__).resolve().parents[1] / "viz_core" / "locales"
 COMMONMARK = MarkdownIt("commonmark")
-SAMPLE = {"lang": "en"}
 
 
 def html(blocks: list) -> str:
