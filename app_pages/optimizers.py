@@ -213,9 +213,20 @@ def race_tab(cfg: opt.RaceConfig, result: opt.RaceResult, surface, labels) -> No
     dist = {tr.name: surface.distance(tr.path) for tr in result.trajectories}
     ui.plot(figures.curves_figure(result.trajectories, names(), surface.f_min, dist, labels),
             key="optimizers.curves_chart")
-    with st.container(key=RESULTS_KEY):
-        ui.tables(results_tables(rows, bool(result.tuned)))  # markdown: st.table decodes an Arrow table every switch
-    downloads(result)
+    race_numbers(result, rows)
+
+
+def race_numbers(result: opt.RaceResult, rows: list[opt.RaceRow]) -> None:
+    """The results tables and the race's files, in a section drawn only while open (the address keeps it open,
+    numbers=1): the charts above show the same race, and every element of a first view costs the browser time on a
+    page switch."""
+    opened, box = ui.fold(ui.t("optimizers.numbers_header"), "numbers")
+    if not opened:
+        return
+    with box:
+        with st.container(key=RESULTS_KEY):
+            ui.tables(results_tables(rows, bool(result.tuned)))
+        downloads(result)
 
 
 # ---------------------------------------------------------------- the inside tab

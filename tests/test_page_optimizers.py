@@ -16,7 +16,7 @@ def _texts(at) -> str:
 
 
 def test_english_race_inside_and_schedules():
-    at = run_page("optimizers", {"lang": "en"})
+    at = run_page("optimizers", {"lang": "en", "numbers": "1"})
     assert_clean(at)
     assert at.title[0].value == "Optimizers"
     assert [t.label for t in at.tabs] == ["Race", "Inside the optimizers", "Learning-rate schedules"]
@@ -42,7 +42,7 @@ def test_english_race_inside_and_schedules():
 
 
 def test_chinese_page():
-    at = run_page("optimizers", {"lang": "zh", "surface": "saddle", "x0": "-1.5", "y0": "0.01"})
+    at = run_page("optimizers", {"lang": "zh", "surface": "saddle", "x0": "-1.5", "y0": "0.01", "numbers": "1"})
     assert_clean(at)
     assert at.title[0].value == "优化器"
     assert "鞍点" in widget(at, "selectbox", "optimizers.surface").format_func("saddle")
@@ -57,7 +57,7 @@ def test_chinese_page():
 
 
 def test_surface_change_resets_start_and_lr_then_divergence_message():
-    at = run_page("optimizers", {"lang": "en"})
+    at = run_page("optimizers", {"lang": "en", "numbers": "1"})
     widget(at, "selectbox", "optimizers.surface").set_value("rosenbrock").run()
     assert_clean(at)
     assert at.number_input(key="optimizers.x0").value == -1.2
@@ -70,7 +70,8 @@ def test_surface_change_resets_start_and_lr_then_divergence_message():
 
 
 def test_fair_race_schedule_extras_and_inspect():
-    at = run_page("optimizers", {"lang": "en", "surface": "line_fit", "steps": "100", "sched_open": "1", "hyper": "1"})
+    at = run_page("optimizers", {"lang": "en", "surface": "line_fit", "steps": "100", "sched_open": "1", "hyper": "1",
+                                  "numbers": "1"})
     racers = widget(at, "button_group", "optimizers.racers")
     assert racers.value == ["sgd", "momentum", "adagrad", "rmsprop", "adam"]  # the five classics by default
     racers.set_value(["sgd", "momentum", "adagrad", "rmsprop", "adam", "adamw"])
@@ -109,6 +110,20 @@ def test_closed_sections_are_not_drawn_and_their_values_hold():
     assert race != plain["data"]  # the held values changed the race
 
 
+def test_the_race_in_numbers_is_a_section_drawn_only_while_open():
+    """The results tables and the two downloads are in a closed section by default (the charts above show the same
+    race); opening it draws them and the address keeps it open (numbers=1), in either language."""
+    closed = run_page("optimizers", {"lang": "en"})
+    assert_clean(closed)
+    assert md_tables(closed) == [] and not closed.get("download_button")
+    section = [e for e in closed.expander if "The race in numbers" in e.label]
+    assert len(section) == 1
+    opened = run_page("optimizers", {"lang": "zh", "numbers": "1"})
+    assert_clean(opened)
+    assert len(md_tables(opened)) == 2 and len(opened.get("download_button")) == 2
+    assert opened.query_params["numbers"] in ("1", ["1"])
+
+
 def test_click_on_the_contour_sets_the_start():
     at = run_page("optimizers", {"lang": "en"})
     at.session_state["optimizers.race_chart"] = {"selection": {"points": [{"curve_number": 1, "x": 2.5, "y": -1.25}]}}
@@ -142,7 +157,7 @@ def test_steps_out_of_range_are_named_as_typed(lang, message):
     """100000 typed after an earlier refused 0 gave "(got 0)", a value of the earlier entry (the
     browser never sent 100000). The message names what was typed and the range, in the page's language; the box
     goes back to the steps in use and the race still runs."""
-    at = run_page("optimizers", {"lang": lang})
+    at = run_page("optimizers", {"lang": lang, "numbers": "1"})
     at.number_input(key=STEPS).set_value(0).run()
     at.number_input(key=STEPS).set_value(100000).run()
     assert_clean(at)
@@ -154,7 +169,7 @@ def test_steps_out_of_range_are_named_as_typed(lang, message):
 def test_the_steps_box_refuses_0():
     """A race needs at least one step, so the box's minimum is 1 (a 0 would leave the page with
     no race). 0 typed, or in a link, leaves the steps as they were; 1 is taken."""
-    at = run_page("optimizers", {"lang": "en", "steps": "40"})
+    at = run_page("optimizers", {"lang": "en", "steps": "40", "numbers": "1"})
     at.number_input(key=STEPS).set_value(0).run()
     assert_clean(at)
     assert at.number_input(key=STEPS).value == 40
@@ -171,7 +186,7 @@ def test_the_steps_box_refuses_0():
 def test_the_racers_are_one_row_of_pills_that_the_address_holds():
     """The racers are one st.pills, not a checkbox each (fewer elements for a page switch to draw); the address
     names them, in the race's own order whatever the order picked, and a name the page does not know is dropped."""
-    at = run_page("optimizers", {"lang": "en", "racers": "adam,sgd", "steps": "40"})
+    at = run_page("optimizers", {"lang": "en", "racers": "adam,sgd", "steps": "40", "numbers": "1"})
     assert_clean(at)
     assert not at.checkbox or not [c for c in at.checkbox if c.key and c.key.startswith("optimizers.r_")]
     assert md_tables(at)[0].iloc[:, 0].tolist() == ["SGD", "Adam"]
@@ -179,7 +194,7 @@ def test_the_racers_are_one_row_of_pills_that_the_address_holds():
     assert_clean(at)
     assert md_tables(at)[0].iloc[:, 0].tolist() == ["SGD", "Adam", "NAdam"]
     assert at.query_params["racers"] in ("sgd,adam,nadam", ["sgd,adam,nadam"])
-    odd = run_page("optimizers", {"lang": "zh", "racers": "sgd,lion"})
+    odd = run_page("optimizers", {"lang": "zh", "racers": "sgd,lion", "numbers": "1"})
     assert_clean(odd)
     assert len(md_tables(odd)[0]) == 5  # an unknown name: the address is not valid, the default five race
 

@@ -259,7 +259,7 @@ def test_the_table_element_draws_text_with_markdowns_look(open_page):
     """Optimizers' results tables are the table element's: a header row and a row per racer, every cell plain text
     (no child node), in the look of Streamlit's markdown tables and the theme's border colour."""
     from app_pages._ui.static_table import BOX
-    page = open_page("/optimizers?lang=en&racers=sgd,adam")
+    page = open_page("/optimizers?lang=en&racers=sgd,adam&numbers=1")
     assert_no_exception(page)
     box = page.locator(f"[data-testid='stMain'] .{BOX}").first
     box.wait_for()

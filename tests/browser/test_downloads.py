@@ -61,6 +61,10 @@ def test_optimizers_files_are_written_when_clicked_and_read_back_the_race(open_p
     from viz_core.lessons import surfaces
 
     page = open_page("/optimizers?lang=en&steps=60")
+    # the files are in the section of the race's numbers, closed at first: opened with a click, as a person would
+    page.locator("[data-testid='stExpander'] summary").filter(has_text="The race in numbers").click()
+    page.wait_for_url(lambda url: "numbers=1" in url)
+    wait_done(page)
     rows = list(csv.reader(io.StringIO(_download(page, "Download paths and losses (CSV)"))))
     assert_no_exception(page)
     assert rows[0] == ["step"] + [f"{n}_{c}" for n in opt.CLASSIC for c in ("x", "y", "loss")]

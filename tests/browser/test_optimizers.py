@@ -28,7 +28,7 @@ def _racer_rows(page) -> list[str]:
 def test_racers_are_picked_with_the_keyboard(open_page):
     """The pills are one tab stop (react-aria's group): Tab reaches the first, the arrow keys the others, and Space
     picks the one that has focus."""
-    page = open_page("/optimizers?lang=en&steps=60")
+    page = open_page("/optimizers?lang=en&steps=60&numbers=1")
     pills = page.locator("[data-testid='stButtonGroup'] button[data-variant]")
     pills.first.wait_for(timeout=30_000)
     pills.first.focus()
@@ -46,7 +46,7 @@ def test_racers_are_picked_with_the_keyboard(open_page):
 def test_racers_are_picked_by_clicking_their_pills(open_page, lang):
     """The racers are one row of pills. Click Momentum off and NAdam on, the way a person would: the race,
     its table and the address follow; Back undoes the last click; a reload of the address keeps the pick."""
-    page = open_page(f"/optimizers?lang={lang}&steps=60")
+    page = open_page(f"/optimizers?lang={lang}&steps=60&numbers=1")
     assert _racer_rows(page) == ["SGD", "Momentum", "AdaGrad", "RMSProp", "Adam"]
     pills = page.locator("[data-testid='stButtonGroup']").first
     pills.get_by_role("button", name="Momentum", exact=True).click()
@@ -225,7 +225,7 @@ def test_controls_open(open_page, lang, width, dark):
     fair = i18n.t("optimizers.fair", lang)
     assert page.get_by_label("β₁").count() == 0 and page.get_by_text(fair).count() == 0  # closed: not drawn
     summaries = page.locator("[data-testid='stExpander'] summary")
-    assert summaries.count() == 2
+    assert summaries.count() == 3  # the two sections of settings, then the race's numbers under the charts
     for i in range(2):
         summaries.nth(i).click()  # each opening reruns the page, which then draws the section
         wait_done(page)
@@ -261,7 +261,7 @@ def test_results_tables_keep_words_whole_on_a_phone(open_page, lang):
     tables (where each racer ended; when) that fit the width: names and numbers stay whole, each data cell on one
     line (a header wraps at its spaces only), nothing is cut off and nothing scrolls sideways. Seven racers on a fair
     race: the widest names and numbers (a tuned learning rate, numbers like "6.565e-290")."""
-    page = open_page(f"/optimizers?lang={lang}&fair=1&racers={SIX},nadam", width=390, height=1400)
+    page = open_page(f"/optimizers?lang={lang}&fair=1&racers={SIX},nadam&numbers=1", width=390, height=1400)
     rows = _racer_rows(page)
     assert rows == ["SGD", "Momentum", "AdaGrad", "RMSProp", "Adam", "AdamW", "NAdam"]
     tables = page.locator(f"[data-testid='stMain'] .{TABLES} table")
