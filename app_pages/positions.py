@@ -13,7 +13,7 @@ from viz_core.lessons import positional as P
 from viz_core.errors import InputError
 from viz_core.plots import positions as plots
 
-PARTS = ("heatmap", "similarity", "relative", "example", "scale", "learned", "order")
+PARTS = ("heatmap", "waves", "similarity", "relative", "example", "scale", "learned", "order")
 NORM_DS = (2, 4, 8, 16, 32, 64, 128, 256, 512, 1024)
 
 ui.setup("positions")
@@ -31,7 +31,7 @@ def _ranged_slider(label: str, lo: int, hi: int, param: str, default: int, conta
     return ui.slider(label, lo, hi, param, min(max(default, lo), hi), container=container, **kw)
 
 
-# ---------------------------------------------------------------- shared sizes (parts 1-3)
+# ---------------------------------------------------------------- shared sizes (parts 1-4)
 def _sizes() -> tuple[int, int]:
     c1, c2 = st.columns(2)
     max_len = ui.slider(ui.t("positions.max_len"), 0, 1024, "max_len", 64, container=c1,
@@ -47,7 +47,7 @@ def _thinned_caption(view: demos.TableView) -> None:
                         d=view.shape[1]))
 
 
-# ---------------------------------------------------------------- 1. heatmap and waves
+# ---------------------------------------------------------------- 1. heatmap
 def part_heatmap() -> None:
     ui.prose(ui.glossed(ui.t("positions.heatmap_intro")))
     ui.latex(r"\begin{aligned}PE_{(pos,\,2i)} &= \sin\!\left(pos / 10000^{2i/d_{model}}\right)\\ "
@@ -63,6 +63,16 @@ def part_heatmap() -> None:
     _thinned_caption(view)
     _npz_button("positions.download_pe", f"sinusoidal_pe_{max_len}x{d_model}.npz", "dl_pe",
                 pe=cached.encoding(max_len, d_model))
+
+
+# ---------------------------------------------------------------- 2. every column a wave
+def part_waves() -> None:
+    """The table's columns as waves, a part of its own (the same max_len and d_model as the table's): a page's first
+    view draws one part's figures and controls, and each costs the browser time on every page switch."""
+    max_len, d_model = _sizes()
+    if max_len == 0:
+        st.info(ui.t("positions.empty_len"))
+        return
     _waves(max_len, d_model)
 
 
@@ -94,7 +104,7 @@ def _waves(max_len: int, d_model: int) -> None:
                     hi=f"{P.wavelengths(d_model)[-1]:,.0f}"))
 
 
-# ---------------------------------------------------------------- 2. similarity
+# ---------------------------------------------------------------- 3. similarity
 def part_similarity() -> None:
     st.markdown(ui.t("positions.sim_intro"))
     ui.latex(r"\begin{aligned}PE(p)\cdot PE(q) &= \textstyle\sum_i \big[\sin(p\,\omega_i)\sin(q\,\omega_i)\\ "
@@ -132,7 +142,7 @@ def _similarity_profile(v: demos.SimilarityView, max_len: int, cosine: bool, val
     st.caption(ui.t("positions.profile_caption"))
 
 
-# ---------------------------------------------------------------- 3. relative positions
+# ---------------------------------------------------------------- 4. relative positions
 def part_relative() -> None:
     st.markdown(ui.t("positions.rel_intro"))
     ui.latex(r"\begin{pmatrix}\sin((pos+k)\,\omega_i)\\ \cos((pos+k)\,\omega_i)\end{pmatrix} = R(k\,\omega_i)"
@@ -173,7 +183,7 @@ def _rotation_error(v: demos.RotationView, d_model: int, k: int) -> None:
     st.caption(ui.t("positions.rel_caption"))
 
 
-# ---------------------------------------------------------------- 4. worked example
+# ---------------------------------------------------------------- 5. worked example
 def part_example() -> None:
     st.markdown(ui.t("positions.example_intro"))
     ui.latex(r"x_{pos} = e_{token} + PE(pos)")
@@ -203,7 +213,7 @@ def part_example() -> None:
     st.caption(ui.t("positions.example_caption"))
 
 
-# ---------------------------------------------------------------- 5. sqrt(d_model)
+# ---------------------------------------------------------------- 6. sqrt(d_model)
 def part_scale() -> None:
     ui.prose(ui.glossed(ui.t("positions.scale_intro")))
     ui.latex(r"\begin{aligned}e_j \sim \mathcal{N}\!\left(0, \tfrac{1}{d_{model}}\right) &\Rightarrow "
@@ -237,7 +247,7 @@ def part_scale() -> None:
                 cos_scaled=s.cos_scaled)
 
 
-# ---------------------------------------------------------------- 6. learned vs fixed vs rotary
+# ---------------------------------------------------------------- 7. learned vs fixed vs rotary
 def part_learned() -> None:
     st.markdown(ui.t("positions.learned_intro"))
     ui.latex(r"\begin{aligned}q_p &= R_p\, q,\quad k_r = R_r\, k\\ q_p\cdot k_r &= q^\top R_p^\top R_r\, k "
@@ -289,7 +299,7 @@ def _comparison_row(c: demos.Comparison, names: dict, tables: bool) -> None:
             ui.plot(fig, key=f"cmp_{kind}_{'table' if tables else 'sim'}")
 
 
-# ---------------------------------------------------------------- 7. order matters
+# ---------------------------------------------------------------- 8. order matters
 def part_order() -> None:
     st.markdown(ui.t("positions.order_intro"))
     ui.latex(r"\begin{aligned}\mathrm{Attn}(P X) &= P\,\mathrm{Attn}(X)\\ "
@@ -354,7 +364,7 @@ def _order_figures(no_pe: P.OrderExperiment, with_pe: P.OrderExperiment) -> None
 part = ui.radio(ui.t("positions.part"), PARTS, "part", format_func=lambda p: ui.t(f"positions.part_{p}"))
 st.divider()
 try:
-    {"heatmap": part_heatmap, "similarity": part_similarity, "relative": part_relative, "example": part_example,
-     "scale": part_scale, "learned": part_learned, "order": part_order}[part]()
+    {"heatmap": part_heatmap, "waves": part_waves, "similarity": part_similarity, "relative": part_relative,
+     "example": part_example, "scale": part_scale, "learned": part_learned, "order": part_order}[part]()
 except InputError as err:
     ui.show_error(err)

@@ -34,11 +34,30 @@ def test_sinusoids_english_sliders_drive_the_heatmap():
     assert_clean(at)
     assert _z(_figure(at)["data"][0]).shape == (7, 16)
     assert at.query_params["d_model"] in ("16", ["16"])
-    names = [t.get("name") for t in _figure(at, 1)["data"] if t.get("name")]
+    assert len(charts(at)) == 1  # the waves are a part of their own (test_waves_...)
+
+
+def test_waves_are_a_part_of_their_own_with_the_tables_sizes():
+    """Part 2 draws the table's columns as waves, for the same max_len and d_model as part 1 (one setting,
+    held in the address); its dimension sliders follow d_model's range."""
+    at = run_page("positions", {"lang": "en", "max_len": "7", "d_model": "5"})
+    assert [widget(at, "radio", "positions.part").format_func(p) for p in ("heatmap", "waves")] == \
+        ["1 · Sinusoids", "2 · Waves"]
+    widget(at, "radio", "positions.part").set_value("waves").run()
+    assert_clean(at)
+    assert at.query_params["part"] in ("waves", ["waves"]) and len(charts(at)) == 2
+    assert at.slider(key="positions.d_model").value == 5 and at.slider(key="positions.max_len").value == 7
+    names = [t.get("name") for t in _figure(at, 0)["data"] if t.get("name")]
+    assert names[1].startswith("dim 2 (sin, pair 1")  # dim_b's default: d_model // 2
+    at.slider(key="positions.d_model").set_value(16).run()
+    names = [t.get("name") for t in _figure(at, 0)["data"] if t.get("name")]
     assert names[1].startswith("dim 2 (sin, pair 1")  # the chosen dimension survives the new slider range
     at.slider(key="positions.dim_b").set_value(13).run()
-    names = [t.get("name") for t in _figure(at, 1)["data"] if t.get("name")]
+    names = [t.get("name") for t in _figure(at, 0)["data"] if t.get("name")]
     assert names[0].startswith("dim 0 (sin, pair 0, λ ≈ 6.283") and names[1].startswith("dim 13 (cos, pair 6")
+    empty = run_page("positions", {"lang": "zh", "part": "waves", "max_len": "0"})
+    assert_clean(empty)
+    assert not charts(empty) and any("max_len 为 0" in i.value for i in empty.info)
 
 
 def test_big_tables_are_thinned_and_max_len_zero_is_explained():

@@ -13,7 +13,7 @@ pytestmark = pytest.mark.browser
 # the figure sets, above the plot or under the axis title, and the figures of panels side by side, Train's curves and
 # the Language model's two played maps, through viz_core.plots.common.fit_panel_margins)
 PAGES = {"/scaling?lang=en": (3, 3), "/mechanics?lang=en": (7, 7), "/anatomy?lang=zh": (4, 4),
-         "/optimizers?lang=en": (2, 2), "/?lang=en": (1, 1), "/positions?lang=zh": (3, 3),
+         "/optimizers?lang=en": (2, 2), "/?lang=en": (1, 1), "/positions?lang=zh&part=waves": (2, 2),
          "/language_model?lang=en": (3, 3), "/train?lang=zh": (1, 1)}
 
 _PUSHED = """() => [...document.querySelectorAll("[data-testid='stMain'] .js-plotly-plot")].map(gd => {
@@ -32,7 +32,8 @@ _PUSHED = """() => [...document.querySelectorAll("[data-testid='stMain'] .js-plo
 PHONE = 390
 WIDTHS = {address: (1400, PHONE) for address in PAGES} | {"/language_model?lang=en": (1400, 1280, PHONE),
                                                            "/language_model?lang=zh": (PHONE,),
-                                                           "/scaling?lang=zh": (PHONE,), "/positions?lang=en": (PHONE,),
+                                                           "/scaling?lang=zh": (PHONE,),
+                                                           "/positions?lang=en&part=waves": (PHONE,),
                                                            "/optimizers?lang=en": (1400, 1000, PHONE),
                                                            "/optimizers?lang=zh&surface=line_fit": (PHONE, 1000)}
 

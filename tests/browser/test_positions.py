@@ -8,7 +8,7 @@ from tests.browser.conftest import CHART, assert_no_exception, screenshot, wait_
 
 pytestmark = pytest.mark.browser
 
-PARTS = ("heatmap", "similarity", "relative", "example", "scale", "learned", "order")
+PARTS = ("heatmap", "waves", "similarity", "relative", "example", "scale", "learned", "order")
 
 
 def _plots(page) -> int:
@@ -54,3 +54,25 @@ def test_bad_vector_shows_a_message(open_page):
     assert_no_exception(page)
     assert page.locator("[data-testid='stAlert']").filter(has_text="不是数字").count() == 1
     screenshot(page, "positions-example-zh-error")
+
+
+def test_waves_are_the_next_part_with_the_same_sizes(open_page):
+    """The table's columns as waves are part 2, reached with a click on its radio: the same max_len and d_model as
+    the table's, two figures, the part in the address; Back returns to the table."""
+    page = open_page("/positions?lang=en&max_len=32&d_model=16")
+    assert _plots(page) == 1
+    page.locator("[data-testid='stRadio'] label").filter(has_text="2 · Waves").click()
+    page.wait_for_url(lambda url: "part=waves" in url)
+    wait_done(page)
+    page.wait_for_function("() => document.querySelectorAll(\"[data-testid='stMain'] .js-plotly-plot\").length == 2",
+                           timeout=60_000)
+    sliders = page.locator("[data-testid='stSlider'] input[type='range']")
+    assert [sliders.nth(i).input_value() for i in range(2)] == ["32", "16"]
+    assert_no_exception(page)
+    screenshot(page, "positions-waves-en-clicked")
+    page.go_back()
+    page.wait_for_url(lambda url: "part=waves" not in url)
+    wait_done(page)
+    page.wait_for_function("() => document.querySelectorAll(\"[data-testid='stMain'] .js-plotly-plot\").length == 1",
+                           timeout=60_000)
+    assert_no_exception(page)

@@ -12,7 +12,8 @@ from tests.browser.conftest import assert_no_exception, charts_drawn, overlappin
 pytestmark = pytest.mark.browser
 
 # page address -> the charts it draws (at least; the KV-cache tab's timing chart comes later, when measured)
-PAGES = {"/": 1, "/mechanics": 7, "/scaling": 3, "/positions": 3, "/optimizers": 2, "/optimizers?tab=schedules": 2,
+PAGES = {"/": 1, "/mechanics": 7, "/scaling": 3, "/positions": 1, "/positions?part=waves": 2, "/optimizers": 2,
+         "/optimizers?tab=schedules": 2,
          "/anatomy": 4, "/anatomy?section=placement": 1, "/train": 1, "/train?tab=attention": 1,
          "/train?tab=snapshots": 2, "/language_model": 3, "/language_model?tab=sequence": 3,
          "/language_model?tab=cache": 1, "/language_model?tab=generate": 1,
