@@ -1,5 +1,5 @@
 """Positions: the sinusoidal positional encoding, what its geometry buys, and how it compares with learned and
-rotary encodings. Seven parts, one drawn at a time (the choice lives in the URL)."""
+rotary encodings. Eight parts, one drawn at a time (the choice lives in the URL)."""
 from functools import partial
 
 import pandas as pd
