@@ -17,6 +17,12 @@ def _plots(page) -> int:
     return page.locator(CHART).count()
 
 
+def _wait_plots(page, n: int) -> None:
+    """Until exactly n plotly figures are in the main column (a part's figures, none of the part before)."""
+    page.wait_for_function(f"() => document.querySelectorAll(\"[data-testid='stMain'] .js-plotly-plot\").length == {n}",
+                           timeout=60_000)
+
+
 @pytest.mark.parametrize("part", PARTS)
 @pytest.mark.parametrize("lang", ["en", "zh"])
 def test_every_part_renders(open_page, part, lang):
@@ -64,8 +70,7 @@ def test_waves_are_the_next_part_with_the_same_sizes(open_page):
     page.locator("[data-testid='stRadio'] label").filter(has_text="2 · Waves").click()
     page.wait_for_url(lambda url: "part=waves" in url)
     wait_done(page)
-    page.wait_for_function("() => document.querySelectorAll(\"[data-testid='stMain'] .js-plotly-plot\").length == 2",
-                           timeout=60_000)
+    _wait_plots(page, 2)
     sliders = page.locator("[data-testid='stSlider'] input[type='range']")
     assert [sliders.nth(i).input_value() for i in range(2)] == ["32", "16"]
     assert_no_exception(page)
@@ -73,6 +78,5 @@ def test_waves_are_the_next_part_with_the_same_sizes(open_page):
     page.go_back()
     page.wait_for_url(lambda url: "part=waves" not in url)
     wait_done(page)
-    page.wait_for_function("() => document.querySelectorAll(\"[data-testid='stMain'] .js-plotly-plot\").length == 1",
-                           timeout=60_000)
+    _wait_plots(page, 1)
     assert_no_exception(page)
