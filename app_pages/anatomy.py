@@ -31,14 +31,17 @@ def _fmt(x: float) -> str:
 
 # ================================================================ 1. norms
 def _norm_controls() -> dict:
-    c1, c2, c3 = st.columns(3)
+    """The batch's shape in view; where the pads sit, γ and β in a section drawn only while open (closed, they hold
+    their values: every control drawn costs the browser time on each visit to the page)."""
+    c1, c2, c3, c4 = st.columns(4)
     b = ui.slider(t("anatomy.batch"), 1, 6, "nb", 3, container=c1, help=t("anatomy.batch_help"))
     n = ui.slider(t("anatomy.seq_len"), 1, 8, "nn", 4, container=c2)
     d = ui.slider(t("anatomy.d_model"), 2, 16, "nd", 6, container=c3, help=t("anatomy.d_norm_help"))
-    c4, c5, c6, c7 = st.columns(4)
     pads = 0
     if n > 1:
         pads = ui.slider(t("anatomy.pads"), 0, n - 1, "pads", min(1, n - 1), container=c4, help=t("anatomy.pads_help"))
+    opened, box = ui.fold(t("anatomy.norm_more"), "nmore")
+    c5, c6, c7 = box.columns(3) if opened else (ui.HIDDEN,) * 3
     side = ui.radio(t("anatomy.pad_side"), ["end", "start"], "side", container=c5,
                     format_func=lambda s: t(f"anatomy.side_{s}"))
     gamma = ui.slider(t("anatomy.gamma"), -2.0, 3.0, "gamma", 1.0, step=0.1, container=c6)

@@ -178,15 +178,19 @@ def result_text(result) -> str | None:
 # ---------------------------------------------------------------- induction tab
 def induction_tab() -> None:
     ui.prose(ui.glossed(t("lm.ind_intro")))
-    ui.latex(r"\mathrm{prev}(h) = \frac{1}{N-1}\sum_{i=1}^{N-1} A^h_{i,\,i-1}")
-    score_definition()
+    opened, box = ui.fold(t("lm.scores_fold"), "scores")  # drawn only while open: the first view shows the story
+    if opened:
+        with box:
+            score_definition()
     lm = trainable_model("induction")
     if lm is not None:
         story(lm)
 
 
 def score_definition() -> None:
-    """The induction score's two rules (viz_core.lm.induction): the standard test x = s s, and any other text."""
+    """The two scores (viz_core.lm.induction): the previous-token score, and the induction score's two rules (the
+    standard test x = s s, and any other text)."""
+    ui.latex(r"\mathrm{prev}(h) = \frac{1}{N-1}\sum_{i=1}^{N-1} A^h_{i,\,i-1}")
     ui.prose(t("lm.ind_definition"))
     ui.latex(r"\begin{aligned}x = s\,s,\ |s| = L:\quad \mathrm{ind}(h) &= \frac{1}{L}\sum_{i=L}^{2L-1}"
              r" A^h_{i,\,i-L+1} \\[14pt] \forall x:\quad \mathrm{ind}(h) &= \frac{1}{|S|}\sum_{i \in S}\ "

@@ -2,7 +2,10 @@
 input shown as an error element instead of an exception."""
 import re
 
-from tests.conftest import assert_clean, charts, figure_text, figures, markdowns, run_page, widget
+import numpy as np
+
+from tests.conftest import (assert_clean, charts, figure_text, figures, markdowns, plotly_array, run_page,
+                            widget)
 
 
 def _text(at) -> str:
@@ -29,6 +32,7 @@ def test_norms_en_matches_torch_and_reports_std_gap():
     assert at.title[0].value == "Anatomy of a Transformer block"
     assert len(charts(at)) == 4  # the four grids; two more parts open on demand
     assert [e.label for e in at.expander] == [
+        "Where the pads sit, γ and β (the norms' scale and shift)",
         "Mean and spread of every token and every feature, before and after each norm",
         "The notes' LayerNorm: unbiased std, ε added to the std"]
     assert _check(at, "ours vs nn.LayerNorm") < 1e-10
@@ -44,6 +48,30 @@ def test_norms_en_matches_torch_and_reports_std_gap():
     at.slider(key="anatomy.nn").set_value(1).run()
     assert_clean(at)
     assert any("collapses to β" in w.value for w in at.warning)
+
+
+def test_pad_side_gamma_and_beta_hold_while_their_section_is_closed():
+    """Closed, the section draws no control and its values (from the address) still decide the grids; opened, its
+    three controls show those values."""
+    held = {"lang": "en", "side": "start", "gamma": "2.0", "beta": "0.5", "nb": "2", "nn": "3", "nd": "4", "pads": "1"}
+    at = run_page("anatomy", held)
+    assert_clean(at)
+    assert [s.key for s in at.slider] == ["anatomy.nb", "anatomy.nn", "anatomy.nd", "anatomy.pads"]
+    assert [r.key for r in at.radio] == ["anatomy.section.en", "lang"]  # the part picker, the language
+    layer = figures(at)[1]  # the LayerNorm grid: rows s0·t0.. s1·t2, columns f0..f3
+    z, rows = plotly_array(layer["data"][0]["z"]).reshape(6, 4), layer["layout"]["yaxis"]["ticktext"]
+    assert rows[3] == "s1·t0 (pad)" and rows[5] == "s1·t2"  # pads at the start of the second sentence
+    real = z[[0, 1, 2, 4, 5]]
+    np.testing.assert_allclose(real.mean(axis=1), 0.5, atol=1e-9)  # mean β on every real token
+    np.testing.assert_allclose(real.std(axis=1), 2.0, atol=1e-3)  # std |γ| (ε = 1e-5 shaves a little)
+    assert {k: at.query_params[k] for k in ("side", "gamma", "beta")} in (
+        {"side": "start", "gamma": "2.0", "beta": "0.5"}, {"side": ["start"], "gamma": ["2.0"], "beta": ["0.5"]})
+    opened = run_page("anatomy", held | {"nmore": "1", "lang": "zh"})
+    assert_clean(opened)
+    assert widget(opened, "slider", "anatomy.gamma").value == 2.0
+    assert widget(opened, "slider", "anatomy.beta").value == 0.5
+    side = widget(opened, "radio", "anatomy.side")
+    assert side.value == "start" and side.options[side.index] == "句首"  # shown in the visitor's language
 
 
 def test_norms_parts_that_open_hold_in_the_address():

@@ -1,5 +1,7 @@
 """AppTest of the Language-model page: opens on the shipped induction story, every tab draws, training runs as a
 background job and its model replaces the shipped one, bad input shows an error; English and Chinese."""
+import json
+
 import numpy as np
 import pytest
 
@@ -50,6 +52,33 @@ def test_opens_on_the_shipped_induction_story(lang, title, tab_labels):
     assert len(figures(opened)) == 5 and sum("colorscale" in d for f in figures(opened) for d in f["data"]) >= 4
     assert any(fig["layout"].get("yaxis", {}).get("autorange") == "reversed" for fig in specs)
     assert not at.error
+
+
+def _formula_texs(at) -> list[str]:
+    """The TeX of every formula element of the page, in page order."""
+    from app_pages._ui import formula
+    return [json.loads(e.proto.json)["tex"] for e in at.main
+            if e.type == "bidi_component" and e.proto.component_name == formula.NAME]
+
+
+@pytest.mark.parametrize("lang", ["en", "zh"])
+def test_the_scores_definitions_are_a_section_drawn_only_while_open(lang):
+    """The two scores' formulas and the induction score's two rules (with how they compare with TransformerLens) are
+    in a section of their own: closed, the first view has only the architecture's display; open (scores=1, kept in
+    the address), the prev(h) display, the rules' text and the two rules."""
+    at = open_lm({"lang": lang})
+    assert_clean(at)
+    assert len(_formula_texs(at)) == 1 and "detect_head" not in "\n".join(markdowns(at))
+    label = {"en": "How the two scores are computed: their formulas, and how they compare with TransformerLens",
+             "zh": "两个分数怎么算：公式，以及与 TransformerLens 的对比"}[lang]
+    assert [e.label for e in at.expander][0] == label
+    opened = open_lm({"lang": lang, "scores": "1"})
+    assert_clean(opened)
+    texs = _formula_texs(opened)
+    assert len(texs) == 3 and r"\mathrm{prev}(h)" in texs[1] and r"\mathrm{ind}(h)" in texs[2]
+    rules = next(m for m in markdowns(opened) if "detect_head" in m)
+    assert ("divides by all N rows" if lang == "en" else "除以全部 N 行") in rules
+    assert opened.query_params["scores"] in ("1", ["1"])
 
 
 @pytest.mark.parametrize("lang", ["en", "zh"])

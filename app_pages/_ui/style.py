@@ -110,8 +110,9 @@ PAGE_CSS = """
   [class*="st-key-whole_words"] :is([data-testid="stMarkdownContainer"], .ae-tables) td:first-child {
     white-space: normal !important; }
   [data-testid="stMainBlockContainer"] { padding-left: 0.75rem; padding-right: 0.75rem; }
-  /* a section (expander) that holds such tables gives them its side padding too */
-  [data-testid="stExpanderDetails"]:has([class*="st-key-whole_words"]) { padding-left: 0.375rem;
+  /* a section (expander) that holds such tables, or a display formula, gives them its side padding too (a formula
+     as wide as the column would otherwise scroll in its box) */
+  [data-testid="stExpanderDetails"]:has([class*="st-key-whole_words"], .ae-formula) { padding-left: 0.375rem;
     padding-right: 0.375rem; }
 }
 </style>

@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from tests.browser.conftest import CHART, assert_no_exception, screenshot, wait_done
+from tests.browser.conftest import (CHART, assert_no_exception, pick, picked, screenshot, switch_language,
+                                    tick_labels, wait_done)
 
 pytestmark = pytest.mark.browser
 
@@ -55,3 +56,35 @@ def test_empty_text_is_explained(open_page):
     assert_no_exception(page)
     assert page.get_by_text("请至少输入一个词").count() >= 1
     screenshot(page, "anatomy-path-bad-input-zh")
+
+
+def test_pad_side_gamma_and_beta_open_with_a_click_and_hold_closed(open_page):
+    """Where the pads sit, γ and β are in a section under the batch's sliders: a click opens it (nmore=1 in the
+    address), its controls change the grids, the language switch keeps it open with the values, closing it keeps the
+    values in the address, and reloading that address gives the same page."""
+    page = open_page("/anatomy?lang=en&nb=2&nn=3&nd=4")
+    _settle(page)
+    assert page.locator("[data-testid='stMain'] [data-testid='stSlider']").count() == 4  # batch, N, D, pads
+    fold = page.locator("[data-testid='stExpander'] summary").filter(has_text="Where the pads sit, γ and β")
+    fold.click()
+    page.wait_for_url(lambda url: "nmore=1" in url)
+    _settle(page)
+    pick(page, "Padding at", "the start")
+    page.wait_for_url(lambda url: "side=start" in url)
+    gamma = page.locator(".st-key-anatomy-gamma input[type='range']")
+    gamma.focus()
+    gamma.press("ArrowRight")  # 1.0 -> 1.1
+    page.wait_for_url(lambda url: "gamma=1.1" in url)
+    _settle(page)
+    assert "s1·t0 (pad)" in " ".join(tick_labels(page, "y", ".st-key-norm_grid_layer"))  # pads at the start
+    switch_language(page, "zh")
+    assert picked(page, "填充位于") == "句首" and gamma.input_value() == "1.1"
+    screenshot(page, "anatomy-norms-more-zh-clicked")
+    page.locator("[data-testid='stExpander'] summary").filter(has_text="填充的位置").click()
+    page.wait_for_url(lambda url: "nmore=1" not in url)
+    _settle(page)
+    assert gamma.count() == 0 and "gamma=1.1" in page.url and "side=start" in page.url
+    page.goto(page.url)  # the address, opened again
+    _settle(page)
+    assert "句1·词0（填充）" in " ".join(tick_labels(page, "y", ".st-key-norm_grid_layer"))
+    assert_no_exception(page)

@@ -11,8 +11,8 @@ from tests.browser.conftest import assert_no_exception, read_page, streamlit_ser
 
 pytestmark = pytest.mark.browser
 
-# pages whose first view has display formulas, in both languages (Chinese text inside \text{} included)
-PAGES = ("/anatomy?lang=en", "/language_model?lang=zh", "/mechanics?lang=en")
+# pages with display formulas in view, in both languages (Chinese text inside \text{} included)
+PAGES = ("/anatomy?lang=en", "/language_model?lang=zh&scores=1", "/mechanics?lang=en")
 
 _FORMULAS = """() => [...document.querySelectorAll("[data-testid='stMain'] .formula")].map(f => ({
   html: (f.querySelector('.katex-html') || {}).outerHTML || null, label: f.getAttribute('aria-label'),

@@ -115,3 +115,35 @@ def test_the_played_heads_are_the_snapshots_to_the_last_digit(open_page):
     for z, (layer, head) in zip(shown, heads):
         np.testing.assert_array_equal(np.asarray(z, dtype=np.float64), final.maps[layer, head].astype(np.float64))
     assert_no_exception(page)
+
+
+def test_the_scores_definitions_open_with_a_click_and_close_with_back(open_page):
+    """The two scores' formulas are in a section of the first tab: closed, one formula (the architecture's); a click
+    opens it (scores=1 in the address) and draws prev(h), the rules' text and the two rules; Back closes it."""
+    page = open_page("/language_model?lang=en")
+    formulas = page.locator("[data-testid='stMain'] .ae-formula")
+    assert formulas.count() == 1
+    page.locator("[data-testid='stExpander'] summary").filter(has_text="How the two scores are computed").click()
+    page.wait_for_url(lambda url: "scores=1" in url)
+    wait_done(page)
+    page.locator("[data-testid='stMain'] .ae-formula .katex").nth(2).wait_for()
+    assert formulas.count() == 3 and "detect_head" in main_text(page)
+    assert_no_exception(page)
+    screenshot(page, "lm_scores_open_en")
+    page.go_back()
+    page.wait_for_url(lambda url: "scores=1" not in url)
+    wait_done(page)
+    page.wait_for_function("() => document.querySelectorAll(\"[data-testid='stMain'] .ae-formula\").length === 1")
+    assert "detect_head" not in main_text(page)
+    assert_no_exception(page)
+
+
+def test_the_scores_formulas_fit_a_phone_inside_their_section(open_page):
+    """At 390 px the section gives its formulas its side padding (style.PAGE_CSS): the two rules, the widest display
+    of the page, fit their box instead of scrolling in it."""
+    page = open_page("/language_model?lang=zh&scores=1", width=390, height=2400)
+    page.locator("[data-testid='stMain'] .ae-formula .katex").nth(2).wait_for()
+    overflow = page.evaluate("""() => [...document.querySelectorAll("[data-testid='stMain'] .ae-formula")].map(
+        f => f.scrollWidth - f.clientWidth)""")
+    assert len(overflow) == 3 and max(overflow) <= 1, overflow
+    assert_no_exception(page)

@@ -11,7 +11,7 @@ from tests.browser.conftest import read_page, streamlit_server
 pytestmark = pytest.mark.browser
 
 # pages whose first view has texts of the element: links, strong, emphasis, code spans and a list among them
-PAGES = (("/anatomy?lang=en", False), ("/language_model?lang=zh", True), ("/mechanics?lang=en", True))
+PAGES = (("/anatomy?lang=en", False), ("/language_model?lang=zh&scores=1", True), ("/mechanics?lang=en", True))
 STYLE = ("fontFamily", "fontSize", "fontWeight", "fontStyle", "lineHeight", "color", "backgroundColor", "marginTop",
          "marginBottom", "marginLeft", "paddingTop", "paddingLeft", "paddingRight", "borderRadius",
          "textDecorationLine", "whiteSpace", "wordBreak", "overflowWrap", "listStyleType", "display")
