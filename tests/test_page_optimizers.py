@@ -26,6 +26,9 @@ def test_english_race_inside_and_schedules():
     recipe = spec["layout"]["meta"]["trail_frames"]
     assert "frames" not in spec and len(recipe["steps"]) > 10 and recipe["steps"][-1] == 300
     assert spec["layout"]["sliders"][0]["steps"][-1]["label"] == "300"
+    # the legend and the colour bar come just after the first paint (the chart element), in the room the margins keep
+    assert spec["layout"]["meta"]["after_paint"] == ["legend", "colorbars"]
+    assert [tr["marker"]["showscale"] for tr in spec["data"] if tr.get("marker", {}).get("showscale")] == [True]
     names = {tr.get("name") for tr in spec["data"]}
     assert {"SGD", "Momentum", "AdaGrad", "RMSProp", "Adam"} <= names
     table = md_tables(at)[0]

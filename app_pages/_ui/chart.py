@@ -19,7 +19,9 @@ How it works:
   theme's colours (read from the CSS variables Streamlit gives every component) and sets the same layout defaults.
   A theme switch calls the element again, which redraws it in the new colours;
 - the width follows the column (a ResizeObserver), the modebar has the PNG button of PLOTLY_CONFIG;
-- a played history's slider, play buttons and frames come just after its chart is painted (controls());
+- a played history's slider, play buttons and frames come just after its chart is painted (controls()), and so do
+  the legend and colour bars of a figure that names them in layout.meta.after_paint (its margins keep their room);
+  a chart drawn with all its parts carries data-drawn="whole";
 - once a tab has drawn its first chart, the code of the widgets other pages show is imported while the tab is idle
   (LAZY_ELEMENTS, through head_tags()): a page's first visit does not wait for it;
 - a chart drawn with `on_select` reports a click on a point as st.plotly_chart's selection does
@@ -119,18 +121,35 @@ function defaults(t) {  // the layout defaults st.plotly_chart's theme sets (siz
       outlinewidth: 8, len: 0.75, y: 0.5745, title: { font: { color: t.tick, size: 14 } },
       tickfont: { color: t.tick, size: 12 } } } };
 }
+// A chart drawn with every part it has (its after-paint parts too) carries data-drawn="whole" (tests wait for it).
 // A played history's controls (plotly's slider and play buttons) and its frames are added just after the chart is
 // painted, as a job of their own: plotly lays out every step's label of a slider, forcing a layout of the whole page
 // for each, and Optimizers' race chart was drawn in 100 ms with them, 60 ms without. The figure keeps their room
-// (its bottom margin), so nothing moves when they come. Takes them out of `fig`; null where it has none.
+// (its bottom margin), so nothing moves when they come. So do the parts a figure names in layout.meta.after_paint
+// ("legend", "colorbars": the colour bars of its traces' markers), whose room its margins keep too: each is text
+// that plotly measures one label at a time. Takes them out of `fig`; null where it has none.
 function controls(fig) {
-  const layout = fig.layout, recipe = layout.meta && layout.meta.trail_frames, data = fig.data || [];
-  if (!fig.frames && !recipe && !layout.sliders && !layout.updatemenus) return null;
-  const given = fig.frames, n = data.length, per = layout.meta && layout.meta.frame_bytes;
+  const layout = fig.layout, meta = layout.meta || {}, recipe = meta.trail_frames, data = fig.data || [];
+  const parts = meta.after_paint || [];
+  if (!fig.frames && !recipe && !layout.sliders && !layout.updatemenus && !parts.length) return null;
+  const given = fig.frames, n = data.length, per = meta.frame_bytes;
   const later = { frames: () => (given ? frameFloats(given, per) : recipe ? trailFrames(recipe, data, n) : []),
-                  layout: { sliders: layout.sliders || [], updatemenus: layout.updatemenus || [] } };
+                  layout: { sliders: layout.sliders || [], updatemenus: layout.updatemenus || [] }, bars: [] };
   delete fig.frames; delete layout.sliders; delete layout.updatemenus;
+  if (parts.includes("legend") && layout.showlegend !== false) {
+    later.layout.showlegend = layout.showlegend === undefined ? null : true;  // (null: plotly's own default again)
+    layout.showlegend = false;
+  }
+  if (parts.includes("colorbars")) data.forEach((d, i) => {
+    if (d.marker && d.marker.showscale) { d.marker.showscale = false; later.bars.push(i); }
+  });
   return later;
+}
+// The after-paint parts of `later` (controls()) put back on the chart, in one redraw.
+function addLater(Plotly, gd, later) {
+  return Plotly.addFrames(gd, later.frames()).then(() => (later.bars.length
+    ? Plotly.update(gd, { "marker.showscale": true }, later.layout, later.bars)
+    : Plotly.relayout(gd, later.layout)));
 }
 // A played history whose matrices were stored in 1/255 steps (training snapshots) comes with each frame's z as its
 // bytes k (layout.meta.frame_bytes = 255: viz_core.plots.common.animated, a quarter of float32's bytes): each becomes
@@ -424,11 +443,14 @@ export default function ({ data, parentElement, setTriggerValue }) {
     const later = controls(fig);
     const draw = gd.classList.contains("js-plotly-plot") && !later ? Plotly.react : Plotly.newPlot;
     const drawn = gd.__aeDrawn = {};
+    gd.removeAttribute("data-drawn");
+    const whole = () => { if (gd.__aeDrawn === drawn) gd.setAttribute("data-drawn", "whole"); };
     return draw(gd, { data: fig.data || [], layout: fig.layout,
                       config: Object.assign({}, fig.config, { responsive: false }) }).then(() => {
-      if (later) schedule({ el, since: performance.now(), run: () => {  // the controls, once this chart is painted
+      if (!later) whole();
+      else schedule({ el, since: performance.now(), run: () => {  // the controls, once this chart is painted
         if (gone || gd.__aeDrawn !== drawn) return;  // (a newer draw has its own)
-        return Plotly.addFrames(gd, later.frames()).then(() => Plotly.relayout(gd, later.layout));
+        return addLater(Plotly, gd, later).then(whole);
       } });
       // (Plotly.newPlot drops a chart's listeners, Plotly.react keeps them: one, set anew)
       gd.removeAllListeners("plotly_click");

@@ -159,10 +159,17 @@ def wait_done(page, timeout_ms: int = 120_000) -> None:
     page.wait_for_selector(DONE, timeout=timeout_ms)
 
 
+# JS: every chart of the house chart element in the page is drawn whole (its parts drawn after its first paint too:
+# app_pages/_ui/chart.py marks it data-drawn="whole")
+_WHOLE = """() => [...document.querySelectorAll('.ae-chart')].every(g => !g.isConnected || g.dataset.drawn === 'whole')"""
+
+
 def charts_drawn(page, at_least: int) -> int:
-    """How many plotly charts the page shows, once at least `at_least` are drawn: plotly draws after the script run
-    has ended (its script loads per tab: seen 3 s after the run on a busy machine)."""
+    """How many plotly charts the page shows, once at least `at_least` are drawn, each with all its parts: plotly
+    draws after the script run has ended (its script loads per tab: seen 3 s after the run on a busy machine), and
+    a chart's legend, colour bars and controls may come just after its first paint."""
     page.locator(".js-plotly-plot").nth(at_least - 1).wait_for()
+    page.wait_for_function(_WHOLE, timeout=60_000)
     return page.locator(".js-plotly-plot").count()
 
 

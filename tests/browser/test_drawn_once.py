@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.browser.conftest import assert_no_exception, charts_drawn
+from tests.browser.conftest import assert_no_exception, charts_drawn, wait_done
 
 pytestmark = pytest.mark.browser
 
@@ -68,3 +68,49 @@ def test_the_race_legend_gets_its_rows_room_again_when_the_window_changes(open_p
     page.wait_for_function(f"() => ({_RACE})()[0] > {wide[0] - 2}", timeout=30_000)
     assert page.evaluate(_RACE)[1:] == wide[1:]  # one row again: no empty band above the plot
     assert_no_exception(page)
+
+
+# JS (before the page's own scripts): once plotly.js is in, records what the race chart shows when its first draw is
+# done (legend, colour bar), and the plot's box before and after each later update of the figure
+_FIRST_DRAW = """(() => { window.__race = { drawn: [], updated: [] };
+  const race = (gd) => gd.closest && gd.closest('.st-key-optimizers-race_chart');
+  const box = (gd) => JSON.stringify(gd._fullLayout._size);
+  const wrap = (P) => {
+    const draw = P.newPlot, update = P.update;
+    P.newPlot = function (gd) { return draw.apply(this, arguments).then((r) => {
+      if (race(gd)) window.__race.drawn.push({ legend: !!gd.querySelector('.legend'),
+                                               bar: !!gd.querySelector('.colorbar') });
+      return r; }); };
+    P.update = function (gd) { const before = race(gd) && box(gd); return update.apply(this, arguments).then((r) => {
+      if (before) window.__race.updated.push([before, box(gd)]);
+      return r; }); }; };
+  let plotly;
+  Object.defineProperty(window, 'Plotly', { configurable: true, get: () => plotly,
+    set: (P) => { plotly = P; if (P && P.newPlot) wrap(P); } }); })()"""
+_NOW = """() => { const gd = document.querySelector('.st-key-optimizers-race_chart .js-plotly-plot');
+  return { legend: gd.querySelectorAll('.legend .traces').length, bar: !!gd.querySelector('.colorbar .cbtitle') }; }"""
+
+
+# the legend: the minimum, the start and the five racers (and the data points, on the line-fit surface)
+@pytest.mark.parametrize("address, width, entries", [("/optimizers?lang=en", 1400, 7), ("/optimizers?lang=zh", PHONE, 7),
+                                                     ("/optimizers?lang=en&surface=line_fit", PHONE, 8)])
+def test_the_race_legend_and_colour_bar_come_after_its_first_paint_and_move_nothing(browser, server_url, address,
+                                                                                    width, entries):
+    """The race's legend and colour bar are drawn just after its first paint (layout.meta.after_paint): the first draw
+    has neither, and when they come (one update of the figure) the plot keeps its box, to the pixel: the margins held
+    their room."""
+    ctx = browser.new_context(viewport={"width": width, "height": 1000})
+    try:
+        ctx.add_init_script(_FIRST_DRAW)
+        page = ctx.new_page()
+        page.goto(server_url + address, wait_until="domcontentloaded")
+        wait_done(page)
+        assert charts_drawn(page, 2) >= 2
+        seen = page.evaluate("() => window.__race")
+        assert len(seen["drawn"]) == 1 and not seen["drawn"][0]["legend"] and not seen["drawn"][0]["bar"], seen
+        assert len(seen["updated"]) == 1 and seen["updated"][0][0] == seen["updated"][0][1], seen
+        now = page.evaluate(_NOW)
+        assert now["legend"] == entries and now["bar"], now
+        assert_no_exception(page)
+    finally:
+        ctx.close()

@@ -25,6 +25,9 @@ FRAME_TRAIL_POINTS = 80  # the frames before the last, played in passing, at mos
 SURFACE_SCALE = "Viridis"   # colours of the loss surface (dark = low loss)
 N_BANDS = 24                # the surface picture is cut into this many colour bands (a filled-contour look)
 CURVES_HEIGHT = 640         # px: the loss and distance panels, about 210 px of plot each, and the legend below
+# The race's legend and colour bar are drawn just after its first paint (the chart element, layout.meta.after_paint):
+# plotly measures their labels one at a time, which took a fifth of the race's first draw; its margins keep their room.
+AFTER_PAINT = ("legend", "colorbars")
 
 
 def colour(name: str) -> str:
@@ -209,7 +212,8 @@ def race_figure(grid, hover_grid, trajs: Sequence, names: Mapping[str, str], lab
                       legend=dict(orientation="h", yanchor="bottom", y=1.1 if fit is not None else 1.02, x=0),
                       # the legend above wraps on a narrow chart: the chart element gives its rows room first
                       meta=dict(legend_row_px=LEGEND_ROW_PX + LEGEND_GROUP_GAP_PX,
-                                trail_frames=trail_frames(steps, faint, n_static, fit)), dragmode="pan",
+                                trail_frames=trail_frames(steps, faint, n_static, fit),
+                                after_paint=list(AFTER_PAINT)), dragmode="pan",
                       title=dict(text=labels.get("title", "")))
     return fig
 
