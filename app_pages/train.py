@@ -47,10 +47,9 @@ def choose_task():
                         format_func=lambda n: t(f"train.task_{n}"))
     st.caption(t(f"train.task_{name}_help"))
     if name in ("copy", "reverse", "sort"):
-        c1, c2 = st.columns(2)
         cls = TASKS[name]
-        hi = ui.slider(t("train.max_len"), 2, 16, "max_len", cls.max_len, container=c1, help=t("train.max_len_help"))
-        lo = ui.slider(t("train.min_len"), 1, hi, "min_len", min(cls.min_len, hi), container=c2)
+        lo, hi = ui.span(t("train.lengths"), 1, 16, "lengths", ("min_len", "max_len"), (cls.min_len, cls.max_len),
+                         help=t("train.lengths_help"))
         return make_task(name, min_len=lo, max_len=hi)
     if name == "addition":
         return make_task(name, max_len=ui.slider(t("train.digits"), 1, 4, "digits", 2))

@@ -66,6 +66,38 @@ def test_closed_folds_draw_nothing_and_their_settings_hold():
     assert widget(cmp, "slider", "train.warmup").value == TrainConfig.warmup
 
 
+def test_the_input_lengths_are_one_slider_whose_two_handles_hold():
+    """The shortest and the longest input are the two handles of one slider (one element where two sliders were).
+    Each handle is held in the address under its own name, through a language switch too; an address with them
+    opens the slider there, one that is no range falls back to the task's own, and a run trains on exactly the
+    range shown."""
+    at = run_page("train", {"lang": "en", "task": "reverse"})
+    assert_clean(at)
+    lengths = widget(at, "slider", "train.lengths")
+    assert lengths.value == (3, 10) and lengths.label == "Input length (digits): shortest and longest"
+    assert not [s for s in at.slider if s.key != "train.lengths" and "input" in s.label.lower()]
+    lengths.set_value((2, 5)).run()
+    assert_clean(at)
+    assert (at.query_params["min_len"], at.query_params["max_len"]) == ("2", "5")
+    at.sidebar.radio(key="lang").set_value("zh").run()
+    assert widget(at, "slider", "train.lengths").value == (2, 5)
+    assert widget(at, "slider", "train.lengths").label == "输入长度（位数）：最短与最长"
+    for query, want in (({"min_len": "4", "max_len": "7"}, (4, 7)), ({"max_len": "12"}, (3, 12)),
+                        ({"min_len": "9", "max_len": "4"}, (3, 10)), ({"min_len": "0", "max_len": "99"}, (3, 10)),
+                        ({"min_len": "x", "max_len": "5"}, (3, 5))):
+        opened = run_page("train", {"lang": "en", "task": "reverse", **query})
+        assert_clean(opened)
+        assert widget(opened, "slider", "train.lengths").value == want, query
+    at = run_page("train", {"lang": "en", "task": "reverse", "min_len": "2", "max_len": "5", "seconds": "1",
+                            "preset": "tiny"})
+    at.button(key="train.go").click().run()
+    finish_training(at)
+    assert_clean(at)
+    model, origin = at.session_state["train.models"]["reverse"]
+    assert origin == "trained" and (model.task.min_len, model.task.max_len) == (2, 5)
+    assert list(md_tables(at)[0].columns)[1:] == ["2", "3", "4", "5"]  # its accuracy at each length it trained on
+
+
 @pytest.mark.parametrize("lang", ["en", "zh"])
 def test_snapshots_play_in_the_browser_from_the_sliders_snapshot(lang):
     """The snapshot maps carry one frame per snapshot (the shipped model's own maps), open on the

@@ -5,8 +5,8 @@ This file is an index: each name lives in the module of its concern and is re-ex
 
     language.py   the page's language and its strings               lang, pin_lang, t, sentences, LANG_KEY
     widgets.py    controls whose value holds (see state.py), links  setup, selectbox, radio, segmented, select_slider,
-                                                                    multiselect, pills, tabs, fold, slider, number,
-                                                                    checkbox, text, HIDDEN, link
+                                                                    multiselect, pills, tabs, fold, slider, span,
+                                                                    number, checkbox, text, HIDDEN, link
     state.py      a page's values: one read verb, one write verb    value, set_value (and the module itself: state)
     markdown.py   typed text shown as typed, tables, formulas,      plain_md, code_md, Md, table, tables, latex,
                   glossary links                                    glossed, glossary_href
@@ -31,7 +31,7 @@ from .paragraphs import prose
 from .state import set_value, value
 from .style import PAGE_CSS, page_style
 from .widgets import (HIDDEN, checkbox, fold, link, multiselect, number, pills, radio, segmented, select_slider,
-                      selectbox, setup, slider, tabs, text)
+                      selectbox, setup, slider, span, tabs, text)
 
 __all__ = [
     "chart", "state",
@@ -42,5 +42,5 @@ __all__ = [
     "set_value", "value",
     "PAGE_CSS", "page_style",
     "HIDDEN", "checkbox", "fold", "link", "multiselect", "number", "pills", "radio", "segmented", "select_slider",
-    "selectbox", "setup", "slider", "tabs", "text",
+    "selectbox", "setup", "slider", "span", "tabs", "text",
 ]

@@ -205,6 +205,34 @@ def slider(label: str, min_value, max_value, param: str, default, step=None, con
     return value
 
 
+def span(label: str, min_value: int, max_value: int, param: str, parts: tuple[str, str], default: tuple[int, int],
+         container=st, **kw) -> tuple[int, int]:
+    """One st.slider with two handles for a range lo <= hi of two whole-number parameters (`parts`, e.g. the shortest
+    and the longest input), each held and written to the address under its own name, as two sliders would be; the
+    pair is held under `param` (the widget's key, never in the address). The handles cannot cross, and neither
+    handle's range moves with the other's value (as a second slider bounded by the first would)."""
+    lo_p, hi_p = parts
+
+    def whole(v) -> bool:
+        return isinstance(v, int) and not isinstance(v, bool) and min_value <= v <= max_value
+
+    def pair(v) -> bool:
+        return isinstance(v, (tuple, list)) and len(v) == 2 and all(map(whole, v)) and v[0] <= v[1]
+
+    lo = state.value(lo_p, default[0], int, whole, fresh=False)  # the store, else the address, else the default
+    hi = state.value(hi_p, default[1], int, whole, fresh=False)
+    held = (lo, hi) if lo <= hi else tuple(default)
+    if container is HIDDEN:
+        value = held
+    else:
+        key = state.bind(param, held, lambda _raw: held, pair)
+        value = tuple(container.slider(label, min_value, max_value, tuple(st.session_state[key]), key=key, **kw))
+    state.commit(param, value, value)  # (its own default: the pair is never written to the address)
+    state.commit(lo_p, value[0], default[0])
+    state.commit(hi_p, value[1], default[1])
+    return value
+
+
 def _on_step(value, min_value, step) -> bool:
     """Whether a whole-number slider's value lies on its steps (an address may say d_model=3 where steps are 2)."""
     return not (isinstance(step, int) and step > 1 and isinstance(value, int)) or (value - min_value) % step == 0

@@ -126,6 +126,53 @@ def test_a_run_survives_every_click(open_page):
     screenshot(page, "train-after-clicks-en")
 
 
+_HANDLES = ".st-key-train-lengths input[type='range']"
+
+
+def handles_show(page, want: tuple[int, int]) -> tuple[int, ...]:
+    """The values of the input-length slider's two handles, once they are `want` (or when 30 s have passed)."""
+    try:
+        page.wait_for_function("([sel, want]) => { const xs = [...document.querySelectorAll(sel)];"
+                               " return xs.length === 2 && xs.every((x, i) => Number(x.value) === want[i]); }",
+                               arg=[_HANDLES, list(want)], timeout=30_000)
+    except Exception:  # noqa: BLE001 - the assertion below names what the page shows instead
+        pass
+    return tuple(int(v) for v in page.locator(_HANDLES).evaluate_all("xs => xs.map(x => x.value)"))
+
+
+def test_the_input_lengths_move_by_keyboard_and_hold(open_page):
+    """The shortest and the longest input are the two handles of one slider. Moved with the keyboard as a person
+    does (focus a handle, an arrow key), each reaches the address; a language switch, a reload and Back show the
+    handles where the address says."""
+    page = open_page("/train?lang=en&task=reverse")
+    assert handles_show(page, (3, 10)) == (3, 10)
+    handles = page.locator(_HANDLES)
+    handles.nth(1).focus()
+    handles.nth(1).press("ArrowRight")
+    page.wait_for_url(re.compile(r"max_len=11"), timeout=30_000)
+    wait_done(page)
+    handles.nth(0).focus()
+    handles.nth(0).press("ArrowLeft")
+    page.wait_for_url(re.compile(r"min_len=2"), timeout=30_000)
+    wait_done(page)
+    assert_no_exception(page)
+    assert handles_show(page, (2, 11)) == (2, 11)
+    switch_language(page, "zh")
+    assert handles_show(page, (2, 11)) == (2, 11)
+    assert "最短与最长" in page.locator(".st-key-train-lengths").inner_text()
+    screenshot(page, "train-lengths-zh")
+    page.reload()
+    wait_done(page)
+    assert handles_show(page, (2, 11)) == (2, 11) and "lang=zh" in page.url
+    page.go_back()  # the language switch undone: English, the same handles
+    wait_done(page)
+    assert handles_show(page, (2, 11)) == (2, 11) and "lang=zh" not in page.url
+    page.go_back()  # before the shortest moved: 3 again
+    wait_done(page)
+    assert handles_show(page, (3, 11)) == (3, 11) and "min_len" not in page.url
+    assert_no_exception(page)
+
+
 def _server_cpu_seconds(window_s: float = 2.0) -> float:
     """CPU seconds the Streamlit server used during window_s (all its threads): a measurement over a window."""
     return psutil.Process(SERVER["pid"]).cpu_percent(interval=window_s) / 100 * window_s
