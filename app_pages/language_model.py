@@ -87,14 +87,14 @@ def train_controls(task: str) -> None:
     if task == "chars" and gpu:  # the larger character models train in minutes only on a GPU
         size = ui.radio(t("lm.size"), list(LM_SIZES), f"{task}_size", "base", container=where,
                         format_func=lambda s: t(f"lm.size_{s}", d=LM_SIZES[s][0], layers=LM_SIZES[s][2]))
-    st.caption(devices.caption(t, force_cpu))
     cfg = LMTrainConfig(task=task, max_seconds=float(seconds), batch_size=batch, lr=lr, seed=int(seed), size=size,
                         force_cpu=force_cpu)
     fits, err = ui.safe(check_fits, cfg)
+    # what a run needs and the device it runs on, in one caption (as on Train: each element costs a page switch)
+    lines = [] if err is not None else [devices.memory_caption(t, *fits, force_cpu)]
+    st.caption(ui.sentences(*lines, devices.caption(t, force_cpu)))
     if err is not None:
         ui.show_error(err)
-    else:
-        st.caption(devices.memory_caption(t, *fits, force_cpu))
     cached.training.buttons(t("lm.train"), f"lm.go_{task}", cached.build_run, (cfg.to_dict(), kv),
                             refused=err is not None)
 

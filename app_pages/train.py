@@ -101,16 +101,17 @@ def accuracy_by_length(model) -> None:
 
 
 # ---------------------------------------------------------------- train tab
-def model_settings(task_name: str, where=st) -> ModelConfig:
-    """The model's settings, drawn in `where` (ui.HIDDEN: not drawn, their held values)."""
+def model_settings(task_name: str, where=st) -> tuple[ModelConfig, str | None]:
+    """The model's settings, drawn in `where` (ui.HIDDEN: not drawn, their held values), and a preset's sizes in
+    words for the caller to write (None for custom settings: their controls show them)."""
     presets = PRESETS | (GPU_PRESETS if devices.gpu_present() else {})
     preset = ui.radio(t("train.preset"), list(presets) + ["custom"], "preset", default="small",
                       format_func=lambda p: t(f"train.preset_{p}"), container=where)
     if preset != "custom":
         d, h, layers, ff = presets[preset]
-        where.caption(t("train.preset_caption", d=d, h=h, layers=layers, ff=ff))
-        return ModelConfig(d_model=d, n_heads=h, n_enc_layers=layers, n_dec_layers=layers, d_ff=ff)
-    return custom_settings(where)
+        sizes = t("train.preset_caption", d=d, h=h, layers=layers, ff=ff)
+        return ModelConfig(d_model=d, n_heads=h, n_enc_layers=layers, n_dec_layers=layers, d_ff=ff), sizes
+    return custom_settings(where), None
 
 
 def custom_settings(where=st) -> ModelConfig:
@@ -168,20 +169,22 @@ def schedule_figure(model_cfg: ModelConfig, train_cfg: TrainConfig):
 
 
 def train_tab(task):
-    model_cfg = model_settings(task.name)
-    # the training's own settings in a section drawn only while open, as on the Language model page: the first view
-    # shows the model's size and the Train button (every control drawn costs the browser time on a page switch)
+    model_cfg, sizes = model_settings(task.name)
+    # every element drawn costs the browser time on a page switch: under the model's settings one caption says the
+    # preset's sizes, the parameters and memory a run needs and the device (written once the run's settings are
+    # read), and the training's own settings are in a section drawn only while open, as on the Language model page
+    note = st.empty()
     opened, box = ui.fold(t("train.settings"), "train_set")
     where = box if opened else ui.HIDDEN
     with where:  # (the optimizer's own section opens inside it)
         train_cfg = train_settings(where)
-    st.caption(devices.caption(t, train_cfg.force_cpu))
     fits, err = ui.safe(check_fits, task, model_cfg, train_cfg)
+    lines = [sizes] if sizes else []
+    if err is None:
+        lines.append(devices.memory_caption(t, *fits, train_cfg.force_cpu))
+    note.caption(ui.sentences(*lines, devices.caption(t, train_cfg.force_cpu)))
     if err is not None:
         ui.show_error(err)
-    else:
-        params, need = fits
-        st.caption(devices.memory_caption(t, params, need, train_cfg.force_cpu))
     opened, box = ui.fold(t("train.schedule"), "sched")  # the chart is drawn only while open
     if opened:
         with box:
@@ -480,8 +483,9 @@ TABS = ("train", "decode", "attention", "snapshots", "save", "compare")
 
 # ---------------------------------------------------------------- page
 ui.prose(ui.glossed(t("train.intro")))
-ui.latex(r"\mathcal{L} = -\sum_t \sum_{v} q_t(v)\,\log p_\theta(v \mid y_{<t}, x)")
-ui.latex(r"q_t(v) = (1-\varepsilon)\,\mathbf{1}[v = y_t] + \varepsilon / V")
+# the loss and its smoothed target: one display of two equations, side by side where the column has room
+ui.latex(r"\mathcal{L} = -\sum_t \sum_{v} q_t(v)\,\log p_\theta(v \mid y_{<t}, x) \qquad "
+         r"q_t(v) = (1-\varepsilon)\,\mathbf{1}[v = y_t] + \varepsilon / V")
 cached.training.collect()  # a finished job: keep its model (or a comparison's curves) and why it stopped; the
 #                            address names a running job
 cached.training.live(draw_job)  # progress of a running job, first thing under the intro: seen from every tab, and
@@ -510,7 +514,10 @@ with tabs[tab]:  # only the open tab is drawn
         opened, box = ui.fold(t("train.cmp_settings"), "cmp_set")  # drawn only while open; closed, they hold
         where = box if opened else ui.HIDDEN
         with where:
-            model_cfg, train_cfg = model_settings(task.name, where), train_settings(where)
+            model_cfg, sizes = model_settings(task.name, where)
+            if sizes:
+                where.caption(sizes)
+            train_cfg = train_settings(where)
         compare_tab(task, model_cfg, train_cfg)
     elif model is None:
         st.warning(t("train.no_model"))

@@ -313,6 +313,22 @@ def test_on_a_cpu_server_the_page_says_why_and_offers_no_gpu_sizes():
     assert widget(at, "radio", "train.preset").options == ["Tiny", "Small", "Medium", "Custom"]
 
 
+@pytest.mark.parametrize("lang, sizes, device", [
+    ("en", "d_model = 64, 4 heads, 2 encoder + 2 decoder layers, d_ff = 128.", "Training runs on **CPU** (cpu)"),
+    ("zh", "d_model = 64，4 个头，编码器 2 层 + 解码器 2 层，d_ff = 128。", "训练设备：**CPU**（cpu）"),
+])
+def test_under_the_model_size_one_caption_gives_its_sizes_its_needs_and_the_device(lang, sizes, device):
+    at = run_page("train", {"lang": lang})
+    assert_clean(at)
+    notes = [c.value for c in at.caption if sizes in c.value]
+    assert len(notes) == 1 and device in notes[0]
+    assert notes[0].index(sizes) < notes[0].index("168,640") < notes[0].index("MiB") < notes[0].index(device)
+    at = run_page("train", {"lang": lang, "cpu": "1", "batch": "4096", "preset": "medium"})  # past the budget
+    assert at.error and at.button(key="train.go").disabled
+    notes = [c.value for c in at.caption if device in c.value]
+    assert len(notes) == 1 and "MiB" not in notes[0] and "d_model = 128" in notes[0]
+
+
 @pytest.mark.parametrize("lang, line, large", [
     ("en", "Training runs on **Fake GPU** (cuda), in bf16 mixed precision.", "Large (GPU)"),
     ("zh", "训练设备：**Fake GPU**（cuda），精度：bf16 混合精度。", "大（GPU）"),

@@ -4,11 +4,12 @@ st.markdown sends its text through Streamlit's markdown pipeline in the browser 
 reads the text character by character, a syntax tree, plugins (math, emoji, colours) and one React element per node.
 For the long explanations of a first view that is a large part of a switch (docs/benchmarks.md measures it).
 This element gets the paragraphs already parsed (parse(), in Python, once per text) and makes their nodes itself:
-- the markdown our texts use: paragraphs, lists of "- " items one line each, **strong**, *emphasis*, `code` and [links](address), nested as they are
-  written; a text that uses anything else (lists, headings, math, HTML, Streamlit's :colour[...] and :icon:
-  marks, an address outside http(s) or the app, an emphasis the rules below cannot settle) is drawn by st.markdown
-  as before (ui.prose decides), and so is every text where the element is switched off (ATTN_PROSE_ELEMENT=0);
-- parse() follows CommonMark's rules for what it accepts (tests/test_prose.py checks every locale text, in both
+- the markdown our texts use: paragraphs, lists of "- " items one line each, **strong**, *emphasis*, `code` and
+  [links](address), nested as they are written; a text that uses anything else (lists, headings, math, HTML outside
+  a code span, Streamlit's :colour[...] and :icon: marks, an address outside http(s) or the app, an emphasis the
+  rules below cannot settle) is drawn by st.markdown as before (ui.prose decides), and so is every text where the
+  element is switched off (ATTN_PROSE_ELEMENT=0);
+- parse() follows CommonMark's rules for what it accepts (tests/test_paragraphs.py checks every locale text, in both
   languages, against markdown-it's CommonMark renderer): a delimiter run of * opens where it is left-flanking and
   closes where it is right-flanking, code spans bind before emphasis, link text is parsed on its own;
 - every text goes in as a text node and every address through setAttribute: nothing in a text is read as HTML;
@@ -236,9 +237,37 @@ def _block(block: str) -> list:
     return ["p", _inline(block)]
 
 
+_RUN = re.compile(r"\\[!-/:-@\[-`{-~]|`+")  # a backslash escape, or a run of backticks
+
+
+def _html_visible(md: str) -> str:
+    """md with each '<' that stands inside a code span made a space: CommonMark reads the spans from left to right,
+    each from a run of backticks to the next run of the same length in its block, and nothing inside one is HTML
+    (`<bos>` is text, drawn as text by the element too). A '<' that begins a line of a span stays: there it could
+    open an HTML block, which is read before any span."""
+    chars = list(md)
+    start = 0
+    for block in re.split(r"\n\n+", md):
+        start = md.index(block, start)
+        i = 0
+        while (run := _RUN.search(block, i)) is not None:
+            i = run.end()
+            if run[0][0] == "\\":
+                continue
+            close = re.compile(r"(?<!`)" + run[0] + r"(?!`)").search(block, i)
+            if close is None:
+                continue  # (no closing run: these backticks are text, the next run may open a span)
+            for j in range(i, close.start()):
+                if block[j] == "<" and (j == 0 or block[j - 1] != "\n"):
+                    chars[start + j] = " "
+            i = close.end()
+        start += len(block)
+    return "".join(chars)
+
+
 @lru_cache(maxsize=4096)
 def _parse(md: str) -> tuple | None:
-    if not md.strip() or _OTHER.search(md):
+    if not md.strip() or _OTHER.search(_html_visible(md)):
         return None
     try:
         blocks = [_block(b) for b in re.split(r"\n\n+", md.strip("\n"))]
